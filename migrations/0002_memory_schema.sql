@@ -410,6 +410,22 @@ CREATE TABLE dm_private.search_documents (
     claimed_until timestamptz,
     pending_since timestamptz DEFAULT pg_catalog.now(),
     updated_at timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    -- Eligibility mirror of the evidence row (NULL for other kinds), kept by
+    -- the write path in the same transaction, so that candidate generation
+    -- filters one table; hydration re-checks the authoritative evidence row.
+    is_recallable boolean NOT NULL DEFAULT false,
+    owner_profile_id uuid,
+    memory_type dm_private.memory_type,
+    source_group text,
+    source_created_at timestamptz,
+    sequence_number bigint,
+    valid_from timestamptz,
+    valid_to timestamptz,
+    known_from timestamptz,
+    known_to timestamptz,
+    importance real,
+    confidence real,
+    policy_labels text [] NOT NULL DEFAULT '{}',
     CONSTRAINT search_documents_pkey PRIMARY KEY (team_id, document_id),
     CONSTRAINT search_documents_subject_key UNIQUE (team_id, subject_kind, subject_id),
     CONSTRAINT search_documents_team_fkey FOREIGN KEY (team_id) REFERENCES dm_private.teams (team_id),
@@ -419,6 +435,11 @@ CREATE TABLE dm_private.search_documents (
 CREATE INDEX search_documents_fulltext_idx ON dm_private.search_documents USING gin (team_id, search_vector);
 CREATE INDEX search_documents_pending_idx ON dm_private.search_documents (team_id, pending_since)
 WHERE search_state = 'pending';
+COMMENT ON COLUMN dm_private.search_documents.is_recallable IS
+'Evidence only: state active and source revision current. Owner profile state, time and policy are checked at query time.';
+COMMENT ON COLUMN dm_private.search_documents.policy_labels IS
+'Evidence only: the label keys whose value is true (e.g. {pii}); a principal needs a scope of the same name to see the row.';
+COMMENT ON COLUMN dm_private.search_documents.source_created_at IS 'Evidence only: evidence.created_at (NULL when unknown).';
 COMMENT ON TABLE dm_private.search_documents IS
 'Derived search rows: one per evidence, relationship and entity, changed in the same transaction as their source. document_version counts text changes; source_version is the source revision number (evidence) or 1. Authoritative data stays in the source tables.';
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -14,6 +15,12 @@ from densemem.config import Settings, load_settings
 from densemem.migrate import MigrationError, migrate
 
 Handler = Callable[[argparse.Namespace, Settings], int]
+
+# Modules that add subcommands: each has register(commands) and sets
+# `handler` (a Handler) on its parsers. One line per module.
+COMMAND_MODULES: list[str] = [
+    "densemem.sample",
+]
 
 
 def _db(args: argparse.Namespace, settings: Settings) -> int:
@@ -67,9 +74,8 @@ def build_parser() -> argparse.ArgumentParser:
                                          description="Apply migrations/ in order, then the function files of sql/.")
     migrate_parser.set_defaults(handler=_migrate)
 
-    from densemem import sample
-
-    sample.register(commands)
+    for module_name in COMMAND_MODULES:
+        importlib.import_module(module_name).register(commands)
     return parser
 
 

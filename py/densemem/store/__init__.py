@@ -1,0 +1,1 @@
+"""One small typed function per SQL function, shared by the CLI, the service and evaluation."""
