@@ -52,12 +52,14 @@ def _db(args: argparse.Namespace, settings: Settings) -> int:
 def _migrate(args: argparse.Namespace, settings: Settings) -> int:
     url = db.database_url(settings)
     try:
-        report = migrate(url, settings.migrations_dir, settings.sql_dir, progress=lambda s: print(f"applying {s}"))
+        report = migrate(
+            url, settings.migrations_dir, settings.sql_dir, progress=lambda s: print(f"applying {s}")
+        )
     except (MigrationError, psycopg.Error) as error:
         print(f"densemem migrate: {error}", file=sys.stderr)
         return 1
-    print("up to date" if not report.changed else
-          f"applied {len(report.applied_migrations)} migrations, {len(report.applied_function_files)} function files")
+    migrations, files = len(report.applied_migrations), len(report.applied_function_files)
+    print(f"applied {migrations} migrations, {files} function files" if report.changed else "up to date")
     return 0
 
 
@@ -65,13 +67,18 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="densemem", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
 
-    db_parser = commands.add_parser("db", help="the embedded PostgreSQL server", description="Manage the embedded server.")
+    db_parser = commands.add_parser(
+        "db", help="the embedded PostgreSQL server", description="Manage the embedded server."
+    )
     db_parser.add_argument("action", choices=["start", "stop", "status", "url", "psql"])
     db_parser.add_argument("psql_args", nargs=argparse.REMAINDER, help="arguments passed to psql")
     db_parser.set_defaults(handler=_db)
 
-    migrate_parser = commands.add_parser("migrate", help="apply migrations and function files",
-                                         description="Apply migrations/ in order, then the function files of sql/.")
+    migrate_parser = commands.add_parser(
+        "migrate",
+        help="apply migrations and function files",
+        description="Apply migrations/ in order, then the function files of sql/.",
+    )
     migrate_parser.set_defaults(handler=_migrate)
 
     for module_name in COMMAND_MODULES:

