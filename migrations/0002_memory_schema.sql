@@ -19,7 +19,8 @@ COMMENT ON TYPE dm_private.memory_type IS
 'conversation: chat turns (recency half-life 2 days by default); workflow: task and process state (14 days); episodic: events that happened (90 days); semantic: durable facts, policies, docs (no decay); organizational: who-owns-what knowledge (no decay).';
 
 CREATE TYPE dm_private.evidence_state AS ENUM (
-    'active', 'quarantined', 'supersession_pending', 'superseded', 'retracted', 'erased');
+    'active', 'quarantined', 'supersession_pending', 'superseded', 'retracted', 'erased'
+);
 COMMENT ON TYPE dm_private.evidence_state IS
 'active: recallable; quarantined: held out of recall pending review; supersession_pending: a replacement is being verified, held out of recall; superseded: replaced by newer evidence; retracted: withdrawn by its author; erased: text removed under the erasure path, only a tombstone remains.';
 
@@ -28,7 +29,8 @@ COMMENT ON TYPE dm_private.relationship_tier IS
 'observation: seen once, unverified; candidate: asserted and awaiting verification (never eligible for discovery); validated_claim: a verifier accepted it with evidence; fact: verified and authoritative.';
 
 CREATE TYPE dm_private.relationship_status AS ENUM (
-    'pending_evidence', 'active', 'retracted', 'superseded', 'rejected', 'quarantined', 'disputed', 'review_held');
+    'pending_evidence', 'active', 'retracted', 'superseded', 'rejected', 'quarantined', 'disputed', 'review_held'
+);
 COMMENT ON TYPE dm_private.relationship_status IS
 'pending_evidence: asserted, not yet verified; active: eligible when its tier is validated_claim or fact; retracted: withdrawn by its author; superseded: replaced by a correction; rejected: a verifier refused it; quarantined: held out pending investigation; disputed: contradicted and under review; review_held: held for human review.';
 
@@ -90,7 +92,7 @@ CREATE TABLE dm_private.api_keys (
     api_key_id uuid NOT NULL,
     profile_id uuid NOT NULL,
     key_hash bytea NOT NULL,
-    scopes text [] NOT NULL DEFAULT '{}',
+    scopes text[] NOT NULL DEFAULT '{}',
     created_at timestamptz NOT NULL DEFAULT pg_catalog.now(),
     revoked_at timestamptz,
     CONSTRAINT api_keys_pkey PRIMARY KEY (team_id, api_key_id),
@@ -147,7 +149,7 @@ CREATE TABLE dm_private.source_revisions (
 );
 -- At most one current revision per source; the write path keeps at least one.
 CREATE UNIQUE INDEX source_revisions_one_current_idx
-    ON dm_private.source_revisions (team_id, source_id) WHERE is_current;
+ON dm_private.source_revisions (team_id, source_id) WHERE is_current;
 COMMENT ON TABLE dm_private.source_revisions IS
 'Versions of a source. Exactly one is current; evidence of older revisions leaves default recall.';
 
@@ -425,7 +427,7 @@ CREATE TABLE dm_private.search_documents (
     known_to timestamptz,
     importance real,
     confidence real,
-    policy_labels text [] NOT NULL DEFAULT '{}',
+    policy_labels text[] NOT NULL DEFAULT '{}',
     CONSTRAINT search_documents_pkey PRIMARY KEY (team_id, document_id),
     CONSTRAINT search_documents_subject_key UNIQUE (team_id, subject_kind, subject_id),
     CONSTRAINT search_documents_team_fkey FOREIGN KEY (team_id) REFERENCES dm_private.teams (team_id),
@@ -552,7 +554,7 @@ CREATE TABLE dm_private.recall_telemetry (
     created_at timestamptz NOT NULL DEFAULT pg_catalog.now(),
     ranking_profile_version text NOT NULL,
     search_index_profile_version text NOT NULL,
-    degraded_branches text [] NOT NULL DEFAULT '{}',
+    degraded_branches text[] NOT NULL DEFAULT '{}',
     query_embedding_contract_version text,
     pending_document_count bigint NOT NULL DEFAULT 0,
     failed_document_count bigint NOT NULL DEFAULT 0,

@@ -36,7 +36,7 @@ COMMENT ON FUNCTION dm_private.authenticated_profile_id() IS
 -- The principal's scopes; the policy filter hides labelled evidence from
 -- principals that lack the matching scope.
 CREATE OR REPLACE FUNCTION dm_private.authenticated_scopes()
-RETURNS text []
+RETURNS text[]
 LANGUAGE sql
 STABLE
 PARALLEL SAFE
@@ -48,7 +48,7 @@ AS $$
                 pg_catalog.replace(COALESCE(pg_catalog.current_setting('densemem.scopes', true), ''), ' ', ''),
                 ','),
             ''),
-        '{}'::text [])
+        '{}'::text[])
 $$;
 COMMENT ON FUNCTION dm_private.authenticated_scopes() IS
 'Scopes of the current principal (setting densemem.scopes, comma-separated), e.g. {pii,operator}.';
@@ -122,14 +122,14 @@ COMMENT ON FUNCTION dm_private.require_active_profile(uuid) IS
 -- any team is set, so it is the one definer function that reads keys; it
 -- returns nothing for a malformed, unknown, revoked or disabled key.
 CREATE OR REPLACE FUNCTION dm.authenticate_api_key(api_key text)
-RETURNS TABLE (team_id uuid, profile_id uuid, scopes text [])
+RETURNS TABLE (team_id uuid, profile_id uuid, scopes text[])
 LANGUAGE plpgsql
 STABLE
 SECURITY DEFINER
 SET search_path = ''
 AS $$
 DECLARE
-    parts text [];
+    parts text[];
 BEGIN
     IF api_key IS NULL OR pg_catalog.length(api_key) > 200
        OR api_key !~ '^dm_[0-9a-f]{32}_[0-9a-f]{32}_[A-Za-z0-9_-]{20,100}$' THEN

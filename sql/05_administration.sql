@@ -74,7 +74,7 @@ $$;
 COMMENT ON FUNCTION dm.set_profile_state(uuid, uuid, text) IS 'Administrator: sets a profile active or disabled.';
 
 -- Issues an API key and returns it; only its SHA-256 is stored.
-CREATE OR REPLACE FUNCTION dm.issue_api_key(team_id uuid, profile_id uuid, scopes text [] DEFAULT '{}')
+CREATE OR REPLACE FUNCTION dm.issue_api_key(team_id uuid, profile_id uuid, scopes text[] DEFAULT '{}')
 RETURNS text
 LANGUAGE plpgsql
 VOLATILE
@@ -97,7 +97,7 @@ BEGIN
     RETURN api_key;
 END
 $$;
-COMMENT ON FUNCTION dm.issue_api_key(uuid, uuid, text []) IS
+COMMENT ON FUNCTION dm.issue_api_key(uuid, uuid, text[]) IS
 'Administrator: creates an API key for a profile with the given scopes and returns it once. Format dm_<team hex>_<key hex>_<secret>.';
 
 -- Revokes a key by its text; returns false when no live key matched.
@@ -132,6 +132,6 @@ COMMENT ON FUNCTION dm.grant_team_to_role(uuid, name) IS
 REVOKE ALL ON FUNCTION dm.ensure_team(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm.ensure_profile(uuid, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm.set_profile_state(uuid, uuid, text) FROM PUBLIC;
-REVOKE ALL ON FUNCTION dm.issue_api_key(uuid, uuid, text []) FROM PUBLIC;
+REVOKE ALL ON FUNCTION dm.issue_api_key(uuid, uuid, text[]) FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm.revoke_api_key(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm.grant_team_to_role(uuid, name) FROM PUBLIC;
