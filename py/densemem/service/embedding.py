@@ -1,0 +1,74 @@
+"""The query embedder the service calls once per recall.
+
+The service only needs `embed_query(text) -> vector | None`; the providers
+live in densemem.embeddings (local sentence-transformers, OpenAI-compatible
+HTTP) with their own cache. `None` or an exception means the provider is
+unavailable: the service then passes NULL and the SQL ranking profile decides
+between a dependency error (DM503, vector branch required) and a recorded
+degradation (vector branch optional).
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from densemem.config import Settings
+
+log = logging.getLogger("densemem.service")
+
+
+@runtime_checkable
+class QueryEmbedder(Protocol):
+    def embed_query(self, text: str) -> Sequence[float] | None: ...
+
+
+class NoQueryEmbedder:
+    """No provider configured (DENSEMEM_EMBEDDING_PROVIDER=none): every recall passes NULL."""
+
+    def embed_query(self, text: str) -> Sequence[float] | None:
+        return None
+
+
+class ProviderQueryEmbedder:
+    """Adapts a densemem.embeddings provider (anything with embed_query or embed) to QueryEmbedder."""
+
+    def __init__(self, provider: Any) -> None:
+        self.provider = provider
+
+    def embed_query(self, text: str) -> Sequence[float] | None:
+        if hasattr(self.provider, "embed_query"):
+            vector = self.provider.embed_query(text)
+        else:
+            vectors = self.provider.embed([text])
+            vector = vectors[0] if len(vectors) else None
+        if vector is None:
+            return None
+        return [float(x) for x in vector]
+
+
+def load_query_embedder(settings: Settings) -> QueryEmbedder:
+    """The configured provider, through densemem.embeddings when that package is installed."""
+    if settings.embedding_provider == "none":
+        return NoQueryEmbedder()
+    try:
+        embeddings = importlib.import_module("densemem.embeddings")
+    except ImportError:
+        log.warning("densemem.embeddings is not available: recall runs without a query vector")
+        return NoQueryEmbedder()
+    factory = getattr(embeddings, "provider_from_settings", None) or getattr(
+        embeddings, "load_provider", None
+    )
+    if factory is None:
+        log.warning("densemem.embeddings has no provider factory: recall runs without a query vector")
+        return NoQueryEmbedder()
+    return ProviderQueryEmbedder(factory(settings))
+
+
+def vector_literal(vector: Sequence[float] | None) -> str | None:
+    """pgvector's text form, cast to public.vector in SQL; None stays NULL."""
+    if vector is None:
+        return None
+    return "[" + ",".join(repr(float(x)) for x in vector) + "]"
