@@ -1,0 +1,249 @@
+-- Stage 1c: the graph. Entities with aliases, and relationships asserted
+-- from evidence.
+--
+-- A relationship always starts as candidate / pending_evidence: it is never
+-- eligible for discovery until a verifier accepts it. Asserting one detects
+-- disagreements with the team's existing relationships of the same subject
+-- and predicate (a different object, or the same object with the opposite
+-- polarity, over overlapping valid time) and records each pair in
+-- dm_private.conflicts; neither side is changed.
+
+CREATE OR REPLACE FUNCTION dm.upsert_entities(team_id uuid, items jsonb)
+RETURNS uuid []
+LANGUAGE plpgsql
+VOLATILE
+SET search_path = ''
+AS $$
+#variable_conflict use_column
+DECLARE
+    team constant uuid := upsert_entities.team_id;
+    batch jsonb;
+    item jsonb;
+    item_number integer := 0;
+    entity_name text;
+    entity_kind text;
+    alias_value jsonb;
+    alias_text text;
+    found_entity uuid;
+    result_ids uuid [] := '{}';
+BEGIN
+    PERFORM dm_private.require_active_profile(team);
+    IF items IS NULL THEN
+        RAISE EXCEPTION 'items is required' USING ERRCODE = '22023';
+    END IF;
+    batch := CASE pg_catalog.jsonb_typeof(items)
+        WHEN 'array' THEN items
+        WHEN 'object' THEN pg_catalog.jsonb_build_array(items)
+    END;
+    IF batch IS NULL THEN
+        RAISE EXCEPTION 'items must be an entity object or an array of them' USING ERRCODE = '22023';
+    END IF;
+    IF pg_catalog.jsonb_array_length(batch) > 1000 THEN
+        RAISE EXCEPTION 'a batch holds at most 1000 entities, not %', pg_catalog.jsonb_array_length(batch)
+            USING ERRCODE = 'DM413', HINT = 'split the batch';
+    END IF;
+
+    FOR item IN SELECT b.value FROM pg_catalog.jsonb_array_elements(batch) AS b (value) LOOP
+        item_number := item_number + 1;
+        PERFORM dm_private.require_known_keys(item, ARRAY['name', 'aliases', 'kind'],
+            pg_catalog.format('entity %s', item_number));
+        entity_name := pg_catalog.regexp_replace(
+            pg_catalog.btrim(dm_private.json_text(item, 'name', 'entity name', 500, true)), '\s+', ' ', 'g');
+        entity_kind := dm_private.normalize_name(
+            COALESCE(dm_private.json_text(item, 'kind', 'entity kind', 100), 'thing'));
+        IF item ? 'aliases' AND item -> 'aliases' <> 'null'::jsonb
+           AND pg_catalog.jsonb_typeof(item -> 'aliases') <> 'array' THEN
+            RAISE EXCEPTION 'entity %: aliases must be an array of strings', item_number USING ERRCODE = '22023';
+        END IF;
+        IF pg_catalog.jsonb_array_length(COALESCE(NULLIF(item -> 'aliases', 'null'::jsonb), '[]'::jsonb)) > 100 THEN
+            RAISE EXCEPTION 'entity %: at most 100 aliases', item_number USING ERRCODE = 'DM413';
+        END IF;
+
+        INSERT INTO dm_private.entities AS en (team_id, entity_id, canonical_name, normalized_name, kind)
+        VALUES (team, pg_catalog.gen_random_uuid(), entity_name, dm_private.normalize_name(entity_name), entity_kind)
+        ON CONFLICT ON CONSTRAINT entities_team_name_kind_key DO UPDATE SET updated_at = en.updated_at
+        RETURNING en.entity_id INTO found_entity;
+
+        INSERT INTO dm_private.entity_names AS n (team_id, entity_id, name, normalized_name, is_canonical)
+        VALUES (team, found_entity, entity_name, dm_private.normalize_name(entity_name), true)
+        ON CONFLICT ON CONSTRAINT entity_names_pkey DO NOTHING;
+
+        FOR alias_value IN
+            SELECT a.value FROM pg_catalog.jsonb_array_elements(
+                COALESCE(NULLIF(item -> 'aliases', 'null'::jsonb), '[]'::jsonb)) AS a (value)
+        LOOP
+            IF pg_catalog.jsonb_typeof(alias_value) <> 'string' OR pg_catalog.btrim(alias_value #>> '{}') = ''
+               OR pg_catalog.length(alias_value #>> '{}') > 500 THEN
+                RAISE EXCEPTION 'entity %: every alias must be a non-blank string of at most 500 characters',
+                    item_number USING ERRCODE = '22023';
+            END IF;
+            alias_text := pg_catalog.regexp_replace(pg_catalog.btrim(alias_value #>> '{}'), '\s+', ' ', 'g');
+            INSERT INTO dm_private.entity_names AS n (team_id, entity_id, name, normalized_name, is_canonical)
+            VALUES (team, found_entity, alias_text, dm_private.normalize_name(alias_text), false)
+            ON CONFLICT ON CONSTRAINT entity_names_pkey DO NOTHING;
+        END LOOP;
+        result_ids := result_ids || found_entity;
+    END LOOP;
+
+    PERFORM dm_private.sync_entity_documents(
+        team, ARRAY(SELECT DISTINCT x FROM pg_catalog.unnest(result_ids) AS u (x)));
+    RETURN result_ids;
+END
+$$;
+COMMENT ON FUNCTION dm.upsert_entities(uuid, jsonb) IS
+'Creates or extends entities (one object or an array of at most 1000): [{"name", "aliases"?, "kind"?}]. An entity is identified by its normalized name (lower case, single spaces) and kind within the team; aliases are added, never removed; the first canonical spelling is kept. Returns entity ids in input order and writes entity search documents in the same transaction.';
+REVOKE ALL ON FUNCTION dm.upsert_entities(uuid, jsonb) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION dm.upsert_entities(uuid, jsonb) TO densemem_app;
+
+CREATE OR REPLACE FUNCTION dm.assert_relationship(team_id uuid, relationship jsonb)
+RETURNS uuid
+LANGUAGE plpgsql
+VOLATILE
+SET search_path = ''
+AS $$
+#variable_conflict use_column
+DECLARE
+    team constant uuid := assert_relationship.team_id;
+    actor uuid;
+    rel jsonb := relationship;
+    subject_id uuid;
+    object_id uuid;
+    object_text text;
+    rel_predicate text;
+    rel_polarity text;
+    rel_valid_from timestamptz;
+    rel_valid_to timestamptz;
+    rel_group text;
+    link jsonb;
+    link_number integer := 0;
+    link_evidence uuid;
+    link_start integer;
+    link_end integer;
+    link_state text;
+    link_length integer;
+    new_id uuid := pg_catalog.gen_random_uuid();
+BEGIN
+    actor := dm_private.require_active_profile(team);
+    PERFORM dm_private.require_known_keys(rel,
+        ARRAY['subject_entity_id', 'predicate', 'object_entity_id', 'object_value', 'polarity', 'evidence_ids',
+              'valid_from', 'valid_to', 'semantic_group'],
+        'relationship');
+    subject_id := dm_private.json_uuid(rel, 'subject_entity_id', 'subject_entity_id', true);
+    object_id := dm_private.json_uuid(rel, 'object_entity_id', 'object_entity_id');
+    object_text := dm_private.json_text(rel, 'object_value', 'object_value', 2000);
+    IF (object_id IS NULL) = (object_text IS NULL) THEN
+        RAISE EXCEPTION 'a relationship has exactly one of object_entity_id and object_value' USING ERRCODE = '22023';
+    END IF;
+    rel_predicate := dm_private.json_text(rel, 'predicate', 'predicate', 100, true);
+    IF rel_predicate !~ '^[a-z][a-z0-9_]{0,99}$' THEN
+        RAISE EXCEPTION 'predicate must be lower_snake_case (a letter, then letters, digits or _), not %',
+            pg_catalog.quote_literal(rel_predicate) USING ERRCODE = '22023';
+    END IF;
+    rel_polarity := COALESCE(dm_private.json_text(rel, 'polarity', 'polarity', 1), '+');
+    IF rel_polarity NOT IN ('+', '-') THEN
+        RAISE EXCEPTION 'polarity must be + or -' USING ERRCODE = '22023';
+    END IF;
+    rel_valid_from := dm_private.json_timestamp(rel, 'valid_from', 'valid_from');
+    rel_valid_to := dm_private.json_timestamp(rel, 'valid_to', 'valid_to');
+    IF rel_valid_from IS NOT NULL AND rel_valid_to IS NOT NULL AND rel_valid_from >= rel_valid_to THEN
+        RAISE EXCEPTION 'valid_from must be before valid_to' USING ERRCODE = '22023';
+    END IF;
+    rel_group := dm_private.json_text(rel, 'semantic_group', 'semantic_group', 200);
+    IF rel ? 'evidence_ids' AND pg_catalog.jsonb_typeof(rel -> 'evidence_ids') <> 'array' THEN
+        RAISE EXCEPTION 'evidence_ids must be an array' USING ERRCODE = '22023';
+    END IF;
+    IF pg_catalog.jsonb_array_length(COALESCE(rel -> 'evidence_ids', '[]'::jsonb)) > 1000 THEN
+        RAISE EXCEPTION 'a relationship cites at most 1000 evidence rows' USING ERRCODE = 'DM413';
+    END IF;
+
+    -- Endpoints must be this team's entities; another team's ID reads as unknown.
+    IF NOT EXISTS (SELECT 1 FROM dm_private.entities AS en WHERE en.team_id = team AND en.entity_id = subject_id) THEN
+        RAISE EXCEPTION 'subject_entity_id is not an entity of this team' USING ERRCODE = '23503';
+    END IF;
+    IF object_id IS NOT NULL AND NOT EXISTS (
+        SELECT 1 FROM dm_private.entities AS en WHERE en.team_id = team AND en.entity_id = object_id) THEN
+        RAISE EXCEPTION 'object_entity_id is not an entity of this team' USING ERRCODE = '23503';
+    END IF;
+
+    INSERT INTO dm_private.relationships (
+        team_id, relationship_id, subject_entity_id, predicate, object_entity_id, object_value, polarity,
+        owner_profile_id, tier, status, valid_from, valid_to, semantic_group)
+    VALUES (team, new_id, subject_id, rel_predicate, object_id, object_text,
+            rel_polarity::dm_private.relationship_polarity, actor, 'candidate', 'pending_evidence',
+            rel_valid_from, rel_valid_to, rel_group);
+
+    FOR link IN
+        SELECT l.value FROM pg_catalog.jsonb_array_elements(COALESCE(rel -> 'evidence_ids', '[]'::jsonb)) AS l (value)
+    LOOP
+        link_number := link_number + 1;
+        link_start := NULL;
+        link_end := NULL;
+        IF pg_catalog.jsonb_typeof(link) = 'string' THEN
+            link_evidence := (link #>> '{}')::uuid;
+        ELSIF pg_catalog.jsonb_typeof(link) = 'object' THEN
+            PERFORM dm_private.require_known_keys(link, ARRAY['evidence_id', 'span_start', 'span_end'],
+                pg_catalog.format('evidence link %s', link_number));
+            link_evidence := dm_private.json_uuid(link, 'evidence_id', 'evidence_id', true);
+            IF (link ? 'span_start' AND pg_catalog.jsonb_typeof(link -> 'span_start') <> 'number')
+               OR (link ? 'span_end' AND pg_catalog.jsonb_typeof(link -> 'span_end') <> 'number') THEN
+                RAISE EXCEPTION 'evidence link %: spans are integers', link_number USING ERRCODE = '22023';
+            END IF;
+            link_start := (link ->> 'span_start')::integer;
+            link_end := (link ->> 'span_end')::integer;
+        ELSE
+            RAISE EXCEPTION 'evidence link %: an evidence id or {"evidence_id", "span_start", "span_end"}', link_number
+                USING ERRCODE = '22023';
+        END IF;
+
+        SELECT e.state::text, pg_catalog.char_length(e.text) INTO link_state, link_length
+        FROM dm_private.evidence AS e
+        WHERE e.team_id = team AND e.evidence_id = link_evidence;
+        IF link_state IS NULL THEN
+            RAISE EXCEPTION 'evidence link %: not an evidence row of this team', link_number USING ERRCODE = '23503';
+        END IF;
+        IF link_state = 'erased' THEN
+            RAISE EXCEPTION 'evidence link %: the evidence was erased and cannot support a relationship', link_number
+                USING ERRCODE = '22023';
+        END IF;
+        IF (link_start IS NULL) <> (link_end IS NULL) OR link_start < 0 OR link_end <= link_start
+           OR link_end > link_length THEN
+            RAISE EXCEPTION 'evidence link %: span [%, %) is not inside the evidence text (% characters)',
+                link_number, link_start, link_end, link_length USING ERRCODE = '23514';
+        END IF;
+        INSERT INTO dm_private.relationship_evidence AS re (team_id, relationship_id, evidence_id, span_start, span_end)
+        VALUES (team, new_id, link_evidence, link_start, link_end)
+        ON CONFLICT ON CONSTRAINT relationship_evidence_pkey DO NOTHING;
+    END LOOP;
+
+    PERFORM dm_private.record_transition(team, 'relationship', new_id, NULL, 'pending_evidence', NULL, 'candidate',
+                                         actor, 'asserted');
+
+    -- Conflicts with the team's live relationships of the same subject and
+    -- predicate whose valid times overlap (unbounded ends overlap everything).
+    INSERT INTO dm_private.conflicts AS c (team_id, conflict_id, relationship_id, conflicting_relationship_id, kind)
+    SELECT team, pg_catalog.gen_random_uuid(), LEAST(new_id, o.relationship_id), GREATEST(new_id, o.relationship_id),
+           CASE WHEN o.object_entity_id IS NOT DISTINCT FROM object_id
+                     AND o.object_value IS NOT DISTINCT FROM object_text
+                THEN 'polarity_mismatch'::dm_private.conflict_kind
+                ELSE 'object_mismatch'::dm_private.conflict_kind END
+    FROM dm_private.relationships AS o
+    WHERE o.team_id = team
+      AND o.subject_entity_id = subject_id
+      AND o.predicate = rel_predicate
+      AND o.relationship_id <> new_id
+      AND o.status NOT IN ('retracted', 'superseded', 'rejected')
+      AND (o.object_entity_id IS DISTINCT FROM object_id
+           OR o.object_value IS DISTINCT FROM object_text
+           OR o.polarity <> rel_polarity::dm_private.relationship_polarity)
+      AND COALESCE(o.valid_from, '-infinity'::timestamptz) < COALESCE(rel_valid_to, 'infinity'::timestamptz)
+      AND COALESCE(rel_valid_from, '-infinity'::timestamptz) < COALESCE(o.valid_to, 'infinity'::timestamptz)
+    ON CONFLICT ON CONSTRAINT conflicts_pair_key DO NOTHING;
+
+    PERFORM dm_private.sync_relationship_documents(team, ARRAY[new_id]);
+    RETURN new_id;
+END
+$$;
+COMMENT ON FUNCTION dm.assert_relationship(uuid, jsonb) IS
+'Asserts a relationship authored by the acting profile: {"subject_entity_id", "predicate", "object_entity_id" | "object_value", "polarity"?, "evidence_ids": [id, ...] or [{"evidence_id", "span_start", "span_end"}], "valid_from"?, "valid_to"?, "semantic_group"?}. It starts as tier candidate, status pending_evidence, with a transition row; disagreements with the team''s live relationships of the same subject and predicate are recorded in conflicts. SQLSTATE 22023 bad value, 22P02 malformed uuid, 23503 entity or evidence not in this team, 23514 span outside the text.';
+REVOKE ALL ON FUNCTION dm.assert_relationship(uuid, jsonb) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION dm.assert_relationship(uuid, jsonb) TO densemem_app;
