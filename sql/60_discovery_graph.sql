@@ -1,0 +1,470 @@
+-- Stage 6a: the discovery graph. Entity seeds, the bounded adjacency walk
+-- and graph proximity.
+--
+-- Discovery runs after the evidence top K is chosen. Nothing here can add,
+-- remove or reorder evidence results: it returns entity and relationship IDs,
+-- and the proximity hops the recall core folds into its composite score.
+-- A relationship is eligible for discovery only when (seed 000):
+--   team_id = the authenticated team (explicit predicate in every query),
+--   its owner profile is active, status = active, tier IN (validated_claim, fact),
+--   valid time contains the request's valid_at (when given) and recorded time
+--   contains its known_at (or it is not yet closed when none is given),
+--   and its predicate is allowed by the profile's discovery.predicates (when set).
+
+-- Query words as normalized name n-grams (lower case, single spaces, outer
+-- punctuation and possessive 's removed), 1 to 4 words long, from the first
+-- 32 words: exact and trigram entity-name lookups probe these.
+CREATE OR REPLACE FUNCTION dm_private.discovery_name_ngrams(query text)
+RETURNS text []
+LANGUAGE sql
+IMMUTABLE
+PARALLEL SAFE
+SET search_path = ''
+AS $$
+    WITH words AS (
+        SELECT w.ord, w.word
+        FROM (
+            SELECT t.ord,
+                   pg_catalog.regexp_replace(
+                       pg_catalog.regexp_replace(pg_catalog.lower(t.token), '^[^[:alnum:]]+|[^[:alnum:]]+$', '', 'g'),
+                       '''s$', '') AS word
+            FROM pg_catalog.regexp_split_to_table(pg_catalog.left(COALESCE(query, ''), 2000), '\s+')
+                WITH ORDINALITY AS t (token, ord)
+        ) AS w
+        WHERE w.word <> ''
+        ORDER BY w.ord
+        LIMIT 32
+    ),
+    numbered AS (
+        SELECT pg_catalog.row_number() OVER (ORDER BY words.ord) AS n, words.word FROM words
+    )
+    SELECT COALESCE(pg_catalog.array_agg(DISTINCT g.ngram), '{}'::text [])
+    FROM (
+        SELECT pg_catalog.string_agg(b.word, ' ' ORDER BY b.n) AS ngram
+        FROM numbered AS a
+        CROSS JOIN pg_catalog.generate_series(0, 3) AS len (extra)
+        JOIN numbered AS b ON b.n BETWEEN a.n AND a.n + len.extra
+        GROUP BY a.n, len.extra
+        HAVING pg_catalog.count(*) = len.extra + 1
+    ) AS g
+$$;
+COMMENT ON FUNCTION dm_private.discovery_name_ngrams(text) IS
+'Normalized 1- to 4-word n-grams of a query (first 32 words), the keys probed by exact and trigram entity-name lookup.';
+
+-- English lexemes of a query (and of names and predicates), so that "works"
+-- matches works_on and "Mark's" matches Mark.
+CREATE OR REPLACE FUNCTION dm_private.discovery_lexemes(words text)
+RETURNS text []
+LANGUAGE sql
+IMMUTABLE
+PARALLEL SAFE
+SET search_path = ''
+AS $$
+    SELECT pg_catalog.tsvector_to_array(
+        pg_catalog.to_tsvector('english'::regconfig,
+                               pg_catalog.replace(pg_catalog.left(COALESCE(words, ''), 2000), '_', ' ')))
+$$;
+COMMENT ON FUNCTION dm_private.discovery_lexemes(text) IS
+'English lexemes of a text (underscores read as spaces, first 2,000 characters): the relevance vocabulary of discovery.';
+
+-- Entity seeds from the query text: exact names and aliases, trigram
+-- similarity, entity documents by full text, and entity / relationship
+-- documents by vector when a query embedding is given. SECURITY DEFINER owned
+-- by densemem_searcher so the trigram, full-text and vector operators (not
+-- leakproof) can use their indexes; the team predicate is explicit in every
+-- branch and must equal the authenticated team. It returns only entity IDs of
+-- that team; the walk re-reads relationships under RLS.
+CREATE OR REPLACE FUNCTION dm_private.discovery_entity_seeds(
+    seed_team_id uuid,
+    query text,
+    query_embedding public.vector DEFAULT NULL,
+    seed_limit integer DEFAULT 5
+)
+RETURNS TABLE (entity_id uuid, score double precision)
+LANGUAGE plpgsql
+STABLE
+SECURITY DEFINER
+SET search_path = ''
+AS $$
+DECLARE
+    ngrams text [];
+    or_query tsquery;
+    active_contract integer;
+BEGIN
+    IF seed_team_id IS NULL OR seed_team_id IS DISTINCT FROM dm_private.authenticated_team_id() THEN
+        RAISE EXCEPTION 'team_id does not match the authenticated team' USING ERRCODE = '42501';
+    END IF;
+    IF seed_limit IS NULL OR seed_limit < 1 THEN
+        RETURN;
+    END IF;
+    ngrams := dm_private.discovery_name_ngrams(query);
+    SELECT pg_catalog.string_agg(pg_catalog.quote_literal(l.lexeme), ' | ')::tsquery
+    INTO or_query
+    FROM pg_catalog.unnest(dm_private.discovery_lexemes(query)) AS l (lexeme);
+    IF query_embedding IS NOT NULL THEN
+        SELECT c.contract_id INTO active_contract
+        FROM dm_private.embedding_contracts AS c
+        WHERE c.is_active AND c.dimensions = public.vector_dims(query_embedding);
+    END IF;
+
+    RETURN QUERY
+    WITH exact AS (
+        -- Names and aliases spelled as in the query: the strongest signal,
+        -- longer names first ("dense mem" over "mem").
+        SELECT n.entity_id, 2.0 + 0.1 * pg_catalog.array_length(pg_catalog.string_to_array(n.normalized_name, ' '), 1)
+            AS score
+        FROM dm_private.entity_names AS n
+        WHERE n.team_id = seed_team_id
+          AND n.normalized_name = ANY(ngrams)
+    ),
+    fuzzy AS (
+        -- Misspellings: trigram similarity per n-gram of 4+ characters, bounded per n-gram.
+        SELECT f.entity_id, 1.5 * f.sim AS score
+        FROM pg_catalog.unnest(ngrams) AS g (ngram)
+        CROSS JOIN LATERAL (
+            SELECT n.entity_id, public.similarity(n.normalized_name, g.ngram) AS sim
+            FROM dm_private.entity_names AS n
+            WHERE n.team_id = seed_team_id
+              AND n.normalized_name OPERATOR(public.%) g.ngram
+            ORDER BY public.similarity(n.normalized_name, g.ngram) DESC, n.entity_id
+            LIMIT 3
+        ) AS f
+        WHERE pg_catalog.length(g.ngram) >= 4 AND f.sim >= 0.5
+    ),
+    fulltext AS (
+        -- Entity documents (canonical name, aliases, kind) sharing a lexeme with the query.
+        SELECT d.subject_id AS entity_id, 1.0 + LEAST(pg_catalog.ts_rank_cd(d.search_vector, or_query), 0.5) AS score
+        FROM (
+            SELECT sd.subject_id, sd.search_vector
+            FROM dm_private.search_documents AS sd
+            WHERE sd.team_id = seed_team_id
+              AND sd.subject_kind = 'entity'::dm_private.subject_kind
+              AND sd.search_vector OPERATOR(pg_catalog.@@) or_query
+            LIMIT 50
+        ) AS d
+        WHERE or_query IS NOT NULL
+    ),
+    by_vector AS (
+        -- Entity and relationship documents by meaning, current vectors of the
+        -- active contract only; a relationship document seeds both endpoints.
+        SELECT v.subject_kind, v.subject_id, 1.5 * (1.0 - v.distance) AS score
+        FROM (
+            SELECT sd.subject_kind, sd.subject_id,
+                   (de.embedding OPERATOR(public.<=>) query_embedding::public.halfvec) AS distance
+            FROM dm_private.search_documents AS sd
+            JOIN dm_private.document_embeddings AS de
+              ON de.team_id = sd.team_id AND de.document_id = sd.document_id
+             AND de.contract_id = active_contract
+             AND de.document_version = sd.document_version AND de.source_version = sd.source_version
+            WHERE sd.team_id = seed_team_id
+              AND sd.subject_kind IN ('entity'::dm_private.subject_kind, 'relationship'::dm_private.subject_kind)
+              AND active_contract IS NOT NULL
+            ORDER BY 3, sd.subject_id
+            LIMIT seed_limit * 2
+        ) AS v
+        WHERE v.distance < 0.6
+    ),
+    vector_entities AS (
+        SELECT bv.subject_id AS entity_id, bv.score
+        FROM by_vector AS bv
+        WHERE bv.subject_kind = 'entity'
+        UNION ALL
+        SELECT ends.entity_id, bv.score * 0.8
+        FROM by_vector AS bv
+        JOIN dm_private.relationships AS r
+          ON r.team_id = seed_team_id AND r.relationship_id = bv.subject_id
+        CROSS JOIN LATERAL (VALUES (r.subject_entity_id), (r.object_entity_id)) AS ends (entity_id)
+        WHERE bv.subject_kind = 'relationship'
+          AND ends.entity_id IS NOT NULL
+          AND r.status = 'active' AND r.tier IN ('validated_claim', 'fact')
+    ),
+    found AS (
+        SELECT exact.entity_id, exact.score FROM exact
+        UNION ALL SELECT fuzzy.entity_id, fuzzy.score FROM fuzzy
+        UNION ALL SELECT fulltext.entity_id, fulltext.score FROM fulltext
+        UNION ALL SELECT vector_entities.entity_id, vector_entities.score FROM vector_entities
+    )
+    SELECT found.entity_id, (pg_catalog.max(found.score) + 0.05 * (pg_catalog.count(*) - 1))::double precision
+    FROM found
+    JOIN dm_private.entities AS e ON e.team_id = seed_team_id AND e.entity_id = found.entity_id
+    GROUP BY found.entity_id
+    ORDER BY 2 DESC, found.entity_id
+    LIMIT seed_limit;
+END
+$$;
+COMMENT ON FUNCTION dm_private.discovery_entity_seeds(uuid, text, public.vector, integer) IS
+'Discovery seeds from the query: entity names and aliases (exact, trigram), entity documents (full text) and entity / relationship documents (vector, when a query embedding is given). Team-scoped; a same-name entity of another team never seeds.';
+ALTER FUNCTION dm_private.discovery_entity_seeds(uuid, text, public.vector, integer) OWNER TO densemem_searcher;
+
+-- The bounded adjacency walk. A recursive CTE over the indexed outgoing
+-- (relationships_outgoing_idx) and incoming (relationships_incoming_idx)
+-- edges of each frontier entity: LATERAL (... LIMIT fan_out) per entity and
+-- direction, predicate-hinted edges first; CYCLE on the entity; depth <= 2;
+-- the outer LIMIT caps total edges (the CTE is evaluated only as far as
+-- rows are fetched); a clock check stops expansion at the deadline. Only
+-- eligible relationships are walked; excluded (already known) relationships
+-- are neither returned nor walked through.
+CREATE OR REPLACE FUNCTION dm_private.discovery_walk(
+    walk_team_id uuid,
+    seed_entity_ids uuid [],
+    fan_out integer,
+    max_depth integer,
+    max_edges integer,
+    valid_at timestamptz DEFAULT NULL,
+    known_at timestamptz DEFAULT NULL,
+    predicate_hints text [] DEFAULT '{}',
+    predicate_allow text [] DEFAULT NULL,
+    excluded_relationship_ids uuid [] DEFAULT '{}',
+    deadline timestamptz DEFAULT NULL
+)
+RETURNS TABLE (
+    depth integer,
+    relationship_id uuid,
+    from_entity_id uuid,
+    to_entity_id uuid,
+    parent_relationship_id uuid,
+    root_entity_id uuid,
+    outgoing boolean
+)
+LANGUAGE sql
+VOLATILE
+SET search_path = ''
+AS $$
+    WITH RECURSIVE walk (depth, relationship_id, from_entity_id, to_entity_id, parent_relationship_id,
+                         root_entity_id, outgoing) AS (
+        SELECT 0, NULL::uuid, NULL::uuid, s.entity_id, NULL::uuid, s.entity_id, NULL::boolean
+        FROM (SELECT DISTINCT u.entity_id FROM pg_catalog.unnest(seed_entity_ids) AS u (entity_id)
+              WHERE u.entity_id IS NOT NULL) AS s
+        UNION ALL
+        SELECT w.depth + 1, x.relationship_id, w.to_entity_id, x.next_entity_id, w.relationship_id,
+               w.root_entity_id, x.outgoing
+        FROM walk AS w
+        CROSS JOIN LATERAL (
+            SELECT y.relationship_id, y.next_entity_id, y.outgoing
+            FROM (
+                (SELECT r.relationship_id, r.object_entity_id AS next_entity_id, true AS outgoing, 0 AS pass
+                 FROM dm_private.relationships AS r
+                 WHERE r.team_id = walk_team_id AND r.subject_entity_id = w.to_entity_id
+                   AND r.predicate = ANY(predicate_hints)
+                   AND r.status = 'active' AND r.tier IN ('validated_claim', 'fact')
+                   AND (predicate_allow IS NULL OR r.predicate = ANY(predicate_allow))
+                   AND (valid_at IS NULL OR ((r.valid_from IS NULL OR r.valid_from <= valid_at)
+                                             AND (r.valid_to IS NULL OR valid_at < r.valid_to)))
+                   AND (CASE WHEN known_at IS NULL THEN r.known_to IS NULL OR r.known_to > pg_catalog.now()
+                             ELSE r.known_from <= known_at AND (r.known_to IS NULL OR known_at < r.known_to) END)
+                   AND r.relationship_id <> ALL(excluded_relationship_ids)
+                   AND EXISTS (SELECT 1 FROM dm_private.profiles AS p
+                               WHERE p.team_id = walk_team_id AND p.profile_id = r.owner_profile_id
+                                 AND p.state = 'active')
+                 LIMIT fan_out)
+                UNION ALL
+                (SELECT r.relationship_id, r.subject_entity_id, false, 0
+                 FROM dm_private.relationships AS r
+                 WHERE r.team_id = walk_team_id AND r.object_entity_id = w.to_entity_id
+                   AND r.predicate = ANY(predicate_hints)
+                   AND r.status = 'active' AND r.tier IN ('validated_claim', 'fact')
+                   AND (predicate_allow IS NULL OR r.predicate = ANY(predicate_allow))
+                   AND (valid_at IS NULL OR ((r.valid_from IS NULL OR r.valid_from <= valid_at)
+                                             AND (r.valid_to IS NULL OR valid_at < r.valid_to)))
+                   AND (CASE WHEN known_at IS NULL THEN r.known_to IS NULL OR r.known_to > pg_catalog.now()
+                             ELSE r.known_from <= known_at AND (r.known_to IS NULL OR known_at < r.known_to) END)
+                   AND r.relationship_id <> ALL(excluded_relationship_ids)
+                   AND EXISTS (SELECT 1 FROM dm_private.profiles AS p
+                               WHERE p.team_id = walk_team_id AND p.profile_id = r.owner_profile_id
+                                 AND p.state = 'active')
+                 LIMIT fan_out)
+                UNION ALL
+                (SELECT r.relationship_id, r.object_entity_id, true, 1
+                 FROM dm_private.relationships AS r
+                 WHERE r.team_id = walk_team_id AND r.subject_entity_id = w.to_entity_id
+                   AND r.predicate <> ALL(predicate_hints)
+                   AND r.status = 'active' AND r.tier IN ('validated_claim', 'fact')
+                   AND (predicate_allow IS NULL OR r.predicate = ANY(predicate_allow))
+                   AND (valid_at IS NULL OR ((r.valid_from IS NULL OR r.valid_from <= valid_at)
+                                             AND (r.valid_to IS NULL OR valid_at < r.valid_to)))
+                   AND (CASE WHEN known_at IS NULL THEN r.known_to IS NULL OR r.known_to > pg_catalog.now()
+                             ELSE r.known_from <= known_at AND (r.known_to IS NULL OR known_at < r.known_to) END)
+                   AND r.relationship_id <> ALL(excluded_relationship_ids)
+                   AND EXISTS (SELECT 1 FROM dm_private.profiles AS p
+                               WHERE p.team_id = walk_team_id AND p.profile_id = r.owner_profile_id
+                                 AND p.state = 'active')
+                 LIMIT fan_out)
+                UNION ALL
+                (SELECT r.relationship_id, r.subject_entity_id, false, 1
+                 FROM dm_private.relationships AS r
+                 WHERE r.team_id = walk_team_id AND r.object_entity_id = w.to_entity_id
+                   AND r.predicate <> ALL(predicate_hints)
+                   AND r.status = 'active' AND r.tier IN ('validated_claim', 'fact')
+                   AND (predicate_allow IS NULL OR r.predicate = ANY(predicate_allow))
+                   AND (valid_at IS NULL OR ((r.valid_from IS NULL OR r.valid_from <= valid_at)
+                                             AND (r.valid_to IS NULL OR valid_at < r.valid_to)))
+                   AND (CASE WHEN known_at IS NULL THEN r.known_to IS NULL OR r.known_to > pg_catalog.now()
+                             ELSE r.known_from <= known_at AND (r.known_to IS NULL OR known_at < r.known_to) END)
+                   AND r.relationship_id <> ALL(excluded_relationship_ids)
+                   AND EXISTS (SELECT 1 FROM dm_private.profiles AS p
+                               WHERE p.team_id = walk_team_id AND p.profile_id = r.owner_profile_id
+                                 AND p.state = 'active')
+                 LIMIT fan_out)
+            ) AS y
+            ORDER BY y.pass, y.outgoing DESC, y.relationship_id
+            LIMIT fan_out
+        ) AS x
+        WHERE w.depth < LEAST(GREATEST(max_depth, 0), 2)
+          AND w.to_entity_id IS NOT NULL
+          AND (deadline IS NULL OR pg_catalog.clock_timestamp() < deadline)
+    ) CYCLE to_entity_id SET is_cycle USING visited
+    SELECT walk.depth, walk.relationship_id, walk.from_entity_id, walk.to_entity_id,
+           walk.parent_relationship_id, walk.root_entity_id, walk.outgoing
+    FROM walk
+    WHERE walk.depth > 0 AND NOT walk.is_cycle
+    LIMIT GREATEST(max_edges, 0)
+$$;
+COMMENT ON FUNCTION dm_private.discovery_walk(uuid, uuid [], integer, integer, integer, timestamptz, timestamptz, text [], text [], uuid [], timestamptz) IS
+'Bounded adjacency over eligible relationships from seed entities: per-entity fan-out (LATERAL ... LIMIT), depth <= 2, CYCLE detection, total-edge cap, deadline. Uses relationships_outgoing_idx / relationships_incoming_idx. Terminates on hubs and cycles.';
+
+-- Whether evidence may support a discovery edge or proximity: the same rule
+-- as default recall (active, current source revision, active owner, request
+-- time, policy labels covered by the principal's scopes).
+CREATE OR REPLACE FUNCTION dm_private.discovery_eligible_evidence(
+    evidence_team_id uuid,
+    evidence_ids uuid [],
+    valid_at timestamptz DEFAULT NULL,
+    known_at timestamptz DEFAULT NULL,
+    scopes text [] DEFAULT '{}'
+)
+RETURNS TABLE (evidence_id uuid)
+LANGUAGE sql
+STABLE
+SET search_path = ''
+AS $$
+    SELECT e.evidence_id
+    FROM dm_private.evidence AS e
+    JOIN dm_private.source_revisions AS sr
+      ON sr.team_id = e.team_id AND sr.source_id = e.source_id AND sr.revision_id = e.revision_id
+    JOIN dm_private.profiles AS p ON p.team_id = e.team_id AND p.profile_id = e.owner_profile_id
+    WHERE e.team_id = evidence_team_id
+      AND e.evidence_id = ANY(evidence_ids)
+      AND e.state = 'active'
+      AND sr.is_current
+      AND p.state = 'active'
+      AND (valid_at IS NULL OR ((e.valid_from IS NULL OR e.valid_from <= valid_at)
+                                AND (e.valid_to IS NULL OR valid_at < e.valid_to)))
+      AND (CASE WHEN known_at IS NULL THEN e.known_to IS NULL OR e.known_to > pg_catalog.now()
+                ELSE e.known_from <= known_at AND (e.known_to IS NULL OR known_at < e.known_to) END)
+      AND NOT EXISTS (
+          SELECT 1 FROM pg_catalog.jsonb_each(e.labels) AS l (key, value)
+          WHERE l.value = 'true'::jsonb AND NOT (l.key = ANY(COALESCE(scopes, '{}'::text []))))
+$$;
+COMMENT ON FUNCTION dm_private.discovery_eligible_evidence(uuid, uuid [], timestamptz, timestamptz, text []) IS
+'The subset of the given evidence IDs that is eligible as discovery support: active, current source revision, active owner, request time, policy labels covered by the scopes.';
+
+-- Graph proximity for the composite score: hops from the query's entities to
+-- each candidate evidence's linked entities (endpoints of the eligible
+-- relationships it supports). A bidirectional bounded search: a walk of up
+-- to max_hops from the seeds meets a one-hop walk from the linked entities,
+-- with the default profile's fan-out and edge caps on both sides. Evidence
+-- with no linked entity within max_hops is not returned.
+CREATE OR REPLACE FUNCTION dm_private.entity_proximity(
+    team_id uuid,
+    seed_entity_ids uuid [],
+    evidence_ids uuid [],
+    max_hops integer
+)
+RETURNS TABLE (evidence_id uuid, hops integer)
+LANGUAGE plpgsql
+VOLATILE
+SET search_path = ''
+AS $$
+DECLARE
+    proximity_team uuid := dm_private.require_team(entity_proximity.team_id);
+    cfg jsonb;
+    fan_out integer;
+    max_edges integer;
+    hop_limit integer := LEAST(GREATEST(COALESCE(max_hops, 2), 0), 2);
+BEGIN
+    IF seed_entity_ids IS NULL OR pg_catalog.cardinality(seed_entity_ids) = 0
+       OR evidence_ids IS NULL OR pg_catalog.cardinality(evidence_ids) = 0 THEN
+        RETURN;
+    END IF;
+    SELECT rp.settings -> 'discovery' INTO cfg FROM dm_private.ranking_profiles AS rp WHERE rp.is_default;
+    fan_out := LEAST(GREATEST(COALESCE((cfg ->> 'fan_out')::integer, 20), 1), 100);
+    max_edges := LEAST(GREATEST(COALESCE((cfg ->> 'max_edges')::integer, 200), 1), 2000);
+
+    RETURN QUERY
+    WITH links AS (
+        -- Entities each candidate evidence supports through eligible relationships.
+        SELECT DISTINCT re.evidence_id, ends.entity_id
+        FROM dm_private.relationship_evidence AS re
+        JOIN dm_private.relationships AS r
+          ON r.team_id = re.team_id AND r.relationship_id = re.relationship_id
+        JOIN dm_private.profiles AS p ON p.team_id = r.team_id AND p.profile_id = r.owner_profile_id
+        CROSS JOIN LATERAL (VALUES (r.subject_entity_id), (r.object_entity_id)) AS ends (entity_id)
+        WHERE re.team_id = proximity_team
+          AND re.evidence_id = ANY(entity_proximity.evidence_ids)
+          AND re.accepted
+          AND r.status = 'active' AND r.tier IN ('validated_claim', 'fact')
+          AND (r.known_to IS NULL OR r.known_to > pg_catalog.now())
+          AND p.state = 'active'
+          AND ends.entity_id IS NOT NULL
+    ),
+    from_seeds AS (
+        SELECT s.entity_id, 0 AS dist
+        FROM pg_catalog.unnest(seed_entity_ids) AS s (entity_id)
+        WHERE s.entity_id IS NOT NULL
+        UNION ALL
+        SELECT w.to_entity_id, w.depth
+        FROM dm_private.discovery_walk(proximity_team, seed_entity_ids, fan_out, hop_limit, max_edges) AS w
+        WHERE w.to_entity_id IS NOT NULL
+    ),
+    seed_dist AS (
+        SELECT fs.entity_id, pg_catalog.min(fs.dist) AS dist FROM from_seeds AS fs GROUP BY fs.entity_id
+    ),
+    targets AS (
+        SELECT pg_catalog.array_agg(DISTINCT links.entity_id) AS ids FROM links
+    ),
+    from_targets AS (
+        -- One hop out of the linked entities: meets the seed walk in the middle.
+        SELECT w.root_entity_id AS target_id, w.to_entity_id AS via_id
+        FROM targets
+        CROSS JOIN LATERAL dm_private.discovery_walk(proximity_team, targets.ids, fan_out, 1, max_edges) AS w
+        WHERE w.to_entity_id IS NOT NULL AND hop_limit >= 1
+    ),
+    target_dist AS (
+        SELECT t.entity_id, pg_catalog.min(t.dist) AS dist
+        FROM (
+            SELECT sd.entity_id, sd.dist FROM seed_dist AS sd
+            UNION ALL
+            SELECT ft.target_id, sd.dist + 1
+            FROM from_targets AS ft JOIN seed_dist AS sd ON sd.entity_id = ft.via_id
+        ) AS t
+        GROUP BY t.entity_id
+    )
+    SELECT links.evidence_id, pg_catalog.min(td.dist)::integer
+    FROM links
+    JOIN target_dist AS td ON td.entity_id = links.entity_id
+    GROUP BY links.evidence_id
+    HAVING pg_catalog.min(td.dist) <= hop_limit
+    ORDER BY links.evidence_id;
+END
+$$;
+COMMENT ON FUNCTION dm_private.entity_proximity(uuid, uuid [], uuid [], integer) IS
+'Graph hops (0 to max_hops, at most 2) from the query entities to each candidate evidence''s linked entities, through eligible relationships; feeds the recall core''s proximity signal. Bounded by the default profile''s fan-out and edge caps.';
+
+REVOKE ALL ON FUNCTION dm_private.discovery_name_ngrams(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION dm_private.discovery_lexemes(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION dm_private.discovery_entity_seeds(uuid, text, public.vector, integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION dm_private.discovery_walk(uuid, uuid [], integer, integer, integer, timestamptz, timestamptz, text [], text [], uuid [], timestamptz) FROM PUBLIC;
+REVOKE ALL ON FUNCTION dm_private.discovery_eligible_evidence(uuid, uuid [], timestamptz, timestamptz, text []) FROM PUBLIC;
+REVOKE ALL ON FUNCTION dm_private.entity_proximity(uuid, uuid [], uuid [], integer) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION dm_private.discovery_name_ngrams(text) TO
+densemem_app, densemem_analyst, densemem_operator, densemem_searcher;
+GRANT EXECUTE ON FUNCTION dm_private.discovery_lexemes(text) TO
+densemem_app, densemem_analyst, densemem_operator, densemem_searcher;
+GRANT EXECUTE ON FUNCTION dm_private.discovery_entity_seeds(uuid, text, public.vector, integer) TO
+densemem_app, densemem_analyst, densemem_operator;
+GRANT EXECUTE ON FUNCTION dm_private.discovery_walk(uuid, uuid [], integer, integer, integer, timestamptz, timestamptz, text [], text [], uuid [], timestamptz) TO
+densemem_app, densemem_analyst, densemem_operator;
+GRANT EXECUTE ON FUNCTION dm_private.discovery_eligible_evidence(uuid, uuid [], timestamptz, timestamptz, text []) TO
+densemem_app, densemem_analyst, densemem_operator;
+GRANT EXECUTE ON FUNCTION dm_private.entity_proximity(uuid, uuid [], uuid [], integer) TO
+densemem_app, densemem_analyst, densemem_operator;

@@ -1,0 +1,467 @@
+-- Stage 6c: discovery paths for recall. Called by dm.recall_memory after
+-- the evidence top K is chosen; it never sees or changes the results list.
+--
+-- Output: {"discovery_paths": [...], "related_hypotheses"?: [...],
+--          "communities"?: [...], "degraded": [...]}.
+-- A path is at most two eligible relationship edges plus supporting
+-- evidence IDs (eligible evidence only, never text). Paths are ranked by
+-- relevance (predicate hints, query words in predicates and names),
+-- verified cross-author corroboration or challenge, preferred corrections
+-- and novelty; relationships in known_relationship_ids never appear. The
+-- count (max_paths), the serialized size (max_path_bytes) and the time
+-- (time_budget_ms) are bounded by the ranking profile's "discovery" key.
+
+-- A bounded list of UUIDs from a request field (an array of strings).
+CREATE OR REPLACE FUNCTION dm_private.discovery_uuid_list(request jsonb, field text, max_count integer)
+RETURNS uuid []
+LANGUAGE plpgsql
+IMMUTABLE
+SET search_path = ''
+AS $$
+DECLARE
+    value jsonb := request -> field;
+BEGIN
+    IF value IS NULL OR value = 'null'::jsonb THEN
+        RETURN '{}'::uuid [];
+    END IF;
+    IF pg_catalog.jsonb_typeof(value) <> 'array' THEN
+        RAISE EXCEPTION '% must be an array of ids', field USING ERRCODE = '22023';
+    END IF;
+    IF pg_catalog.jsonb_array_length(value) > max_count THEN
+        RAISE EXCEPTION '% holds % ids; at most % are allowed', field, pg_catalog.jsonb_array_length(value), max_count
+            USING ERRCODE = '22023';
+    END IF;
+    RETURN ARRAY(SELECT (v.item #>> '{}')::uuid FROM pg_catalog.jsonb_array_elements(value) AS v (item));
+END
+$$;
+COMMENT ON FUNCTION dm_private.discovery_uuid_list(jsonb, text, integer) IS
+'Reads a request field holding at most max_count UUID strings. SQLSTATE 22023 when too many or not an array, 22P02 when malformed.';
+
+-- A profile setting as a bounded integer.
+CREATE OR REPLACE FUNCTION dm_private.discovery_setting(cfg jsonb, key text, fallback integer, low integer, high integer)
+RETURNS integer
+LANGUAGE sql
+IMMUTABLE
+SET search_path = ''
+AS $$
+    SELECT LEAST(GREATEST(COALESCE(
+        CASE WHEN pg_catalog.jsonb_typeof(cfg -> key) = 'number' THEN (cfg ->> key)::numeric::integer END,
+        fallback), low), high)
+$$;
+COMMENT ON FUNCTION dm_private.discovery_setting(jsonb, text, integer, integer, integer) IS
+'A discovery setting of the ranking profile, clamped to [low, high]; fallback when absent or not a number.';
+
+-- Discovery for one recall. See the header of this file.
+CREATE OR REPLACE FUNCTION dm_private.discovery_for_recall(
+    team_id uuid,
+    query text,
+    parsed jsonb,
+    result_evidence_ids uuid [],
+    request jsonb,
+    settings jsonb,
+    query_embedding public.vector DEFAULT NULL
+)
+RETURNS jsonb
+LANGUAGE plpgsql
+VOLATILE
+SET search_path = ''
+AS $$
+DECLARE
+    team constant uuid := dm_private.require_team(discovery_for_recall.team_id);
+    started constant timestamptz := pg_catalog.clock_timestamp();
+    req constant jsonb := COALESCE(request, '{}'::jsonb);
+    prs constant jsonb := COALESCE(parsed, '{}'::jsonb);
+    cfg constant jsonb := COALESCE(settings -> 'discovery', '{}'::jsonb);
+    seed_count constant integer := dm_private.discovery_setting(cfg, 'seed_count', 5, 0, 50);
+    fan_out constant integer := dm_private.discovery_setting(cfg, 'fan_out', 20, 1, 100);
+    max_edges constant integer := dm_private.discovery_setting(cfg, 'max_edges', 200, 1, 2000);
+    max_depth constant integer := dm_private.discovery_setting(cfg, 'max_depth', 2, 1, 2);
+    max_paths constant integer := dm_private.discovery_setting(cfg, 'max_paths', 5, 0, 50);
+    max_path_bytes constant integer := dm_private.discovery_setting(cfg, 'max_path_bytes', 4000, 0, 100000);
+    time_budget_ms constant integer := dm_private.discovery_setting(cfg, 'time_budget_ms', 20, 1, 10000);
+    deadline constant timestamptz := started + pg_catalog.make_interval(secs => time_budget_ms / 1000.0);
+    scopes constant text [] := dm_private.authenticated_scopes();
+    returned uuid [] := COALESCE(result_evidence_ids, '{}'::uuid []);
+    known_evidence uuid [];
+    known_relationships uuid [];
+    expand_ids uuid [];
+    parsed_entity_ids uuid [];
+    seen_evidence uuid [];
+    valid_at timestamptz;
+    known_at timestamptz;
+    hints text [];
+    predicate_allow text [];
+    query_lexemes text [];
+    seed_ids uuid [] := '{}';
+    seed_scores jsonb := '{}';
+    candidates jsonb := '[]';
+    candidate jsonb;
+    chosen jsonb := '[]';
+    chosen_relationships uuid [] := '{}';
+    path_entities uuid [] := '{}';
+    used_bytes integer := 2;
+    path_bytes integer;
+    degraded text [] := '{}';
+    answer jsonb;
+    result_limit integer;
+    want_hypotheses boolean;
+BEGIN
+    known_evidence := dm_private.discovery_uuid_list(req, 'known_evidence_ids', 200);
+    known_relationships := dm_private.discovery_uuid_list(req, 'known_relationship_ids', 200);
+    expand_ids := dm_private.discovery_uuid_list(req, 'expand_from_entity_ids', 50);
+    seen_evidence := returned || known_evidence;
+    valid_at := NULLIF(req ->> 'valid_at', '')::timestamptz;
+    known_at := NULLIF(req ->> 'known_at', '')::timestamptz;
+
+    IF pg_catalog.jsonb_typeof(prs -> 'entities') = 'array' THEN
+        parsed_entity_ids := ARRAY(
+            SELECT (x.item ->> 'entity_id')::uuid
+            FROM pg_catalog.jsonb_array_elements(prs -> 'entities') AS x (item)
+            WHERE pg_catalog.jsonb_typeof(x.item) = 'object'
+              AND (x.item ->> 'entity_id') ~* '^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$'
+            LIMIT 50);
+    ELSE
+        parsed_entity_ids := '{}';
+    END IF;
+    IF pg_catalog.jsonb_typeof(prs -> 'predicates') = 'array' THEN
+        hints := ARRAY(
+            SELECT DISTINCT x.item #>> '{}'
+            FROM pg_catalog.jsonb_array_elements(prs -> 'predicates') AS x (item)
+            WHERE pg_catalog.jsonb_typeof(x.item) = 'string' AND (x.item #>> '{}') ~ '^[a-z][a-z0-9_]{0,99}$'
+            LIMIT 20);
+    ELSE
+        hints := '{}';
+    END IF;
+    IF pg_catalog.jsonb_typeof(cfg -> 'predicates') = 'array' THEN
+        predicate_allow := ARRAY(SELECT x.item #>> '{}' FROM pg_catalog.jsonb_array_elements(cfg -> 'predicates') AS x (item));
+    END IF;
+    query_lexemes := dm_private.discovery_lexemes(
+        COALESCE(query, '') || ' ' || COALESCE((
+            SELECT pg_catalog.string_agg(COALESCE(x.item ->> 'term', x.item ->> 'text', x.item #>> '{}'), ' ')
+            FROM pg_catalog.jsonb_array_elements(
+                CASE WHEN pg_catalog.jsonb_typeof(prs -> 'terms') = 'array' THEN prs -> 'terms' ELSE '[]'::jsonb END)
+                AS x (item)), ''));
+
+    -- Seeds: requested expansion entities, parsed query entities, entity
+    -- search, and the entities the returned evidence supports. Every source
+    -- is re-checked against this team's entities.
+    IF seed_count > 0 THEN
+        WITH found AS (
+            SELECT e.entity_id, 4.0::double precision AS score
+            FROM dm_private.entities AS e
+            WHERE e.team_id = team AND e.entity_id = ANY(expand_ids)
+            UNION ALL
+            SELECT e.entity_id, 3.0
+            FROM dm_private.entities AS e
+            WHERE e.team_id = team AND e.entity_id = ANY(parsed_entity_ids)
+            UNION ALL
+            SELECT s.entity_id, s.score
+            FROM dm_private.discovery_entity_seeds(team, query, query_embedding, seed_count) AS s
+            UNION ALL
+            SELECT l.entity_id, 1.0
+            FROM (
+                SELECT ends.entity_id
+                FROM dm_private.relationship_evidence AS re
+                JOIN dm_private.relationships AS r ON r.team_id = re.team_id AND r.relationship_id = re.relationship_id
+                CROSS JOIN LATERAL (VALUES (r.subject_entity_id), (r.object_entity_id)) AS ends (entity_id)
+                WHERE re.team_id = team
+                  AND re.evidence_id = ANY(returned)
+                  AND re.accepted
+                  AND r.status = 'active' AND r.tier IN ('validated_claim', 'fact')
+                  AND ends.entity_id IS NOT NULL
+                LIMIT 200
+            ) AS l
+        ),
+        ranked AS (
+            SELECT found.entity_id, pg_catalog.max(found.score) + 0.05 * (pg_catalog.count(*) - 1) AS score
+            FROM found
+            GROUP BY found.entity_id
+            ORDER BY 2 DESC, found.entity_id
+            LIMIT seed_count
+        )
+        SELECT COALESCE(pg_catalog.array_agg(ranked.entity_id ORDER BY ranked.score DESC, ranked.entity_id), '{}'),
+               COALESCE(pg_catalog.jsonb_object_agg(ranked.entity_id::text, ranked.score), '{}'::jsonb)
+        INTO seed_ids, seed_scores
+        FROM ranked;
+    END IF;
+
+    IF pg_catalog.cardinality(seed_ids) > 0 AND max_paths > 0 AND pg_catalog.clock_timestamp() < deadline THEN
+        WITH walk AS MATERIALIZED (
+            SELECT w.*
+            FROM dm_private.discovery_walk(team, seed_ids, fan_out, max_depth, max_edges, valid_at, known_at,
+                                           hints, predicate_allow, known_relationships, deadline) AS w
+        ),
+        rels AS MATERIALIZED (
+            SELECT r.relationship_id, r.subject_entity_id, r.object_entity_id, r.object_value, r.predicate,
+                   r.polarity, r.owner_profile_id, r.semantic_group
+            FROM (SELECT DISTINCT walk.relationship_id FROM walk) AS d
+            JOIN dm_private.relationships AS r ON r.team_id = team AND r.relationship_id = d.relationship_id
+        ),
+        links AS MATERIALIZED (
+            SELECT re.relationship_id, re.evidence_id
+            FROM rels
+            JOIN dm_private.relationship_evidence AS re
+              ON re.team_id = team AND re.relationship_id = rels.relationship_id
+            WHERE re.accepted
+        ),
+        eligible_evidence AS MATERIALIZED (
+            SELECT ee.evidence_id
+            FROM dm_private.discovery_eligible_evidence(
+                team, (SELECT pg_catalog.array_agg(DISTINCT links.evidence_id) FROM links), valid_at, known_at, scopes)
+                AS ee
+        ),
+        support AS (
+            SELECT links.relationship_id,
+                   (pg_catalog.array_agg(links.evidence_id
+                                         ORDER BY (links.evidence_id = ANY(seen_evidence)), links.evidence_id))[1:3]
+                       AS evidence_ids,
+                   pg_catalog.count(*) FILTER (WHERE NOT (links.evidence_id = ANY(seen_evidence))) AS novel
+            FROM links
+            JOIN eligible_evidence AS ee ON ee.evidence_id = links.evidence_id
+            GROUP BY links.relationship_id
+        ),
+        -- Recorded disagreements (the write path fills dm_private.conflicts).
+        recorded AS (
+            SELECT rels.relationship_id, c.conflicting_relationship_id AS other_id, c.kind,
+                   c.preferred_relationship_id
+            FROM rels
+            JOIN dm_private.conflicts AS c ON c.team_id = team AND c.relationship_id = rels.relationship_id
+            UNION ALL
+            SELECT rels.relationship_id, c.relationship_id, c.kind, c.preferred_relationship_id
+            FROM rels
+            JOIN dm_private.conflicts AS c ON c.team_id = team AND c.conflicting_relationship_id = rels.relationship_id
+        ),
+        -- The other side, when it is eligible itself (and whether a verified,
+        -- eligible piece of evidence supports it), or when it was superseded
+        -- by this very edge (the client may trace the corrected knowledge).
+        conflict_sides AS (
+            SELECT rc.relationship_id, rc.other_id, rc.kind, rc.preferred_relationship_id,
+                   o.owner_profile_id AS other_owner, o.status AS other_status,
+                   (o.status = 'active' AND o.tier IN ('validated_claim', 'fact') AND op.state = 'active'
+                    AND (o.known_to IS NULL OR o.known_to > pg_catalog.now())
+                    AND (valid_at IS NULL OR ((o.valid_from IS NULL OR o.valid_from <= valid_at)
+                                              AND (o.valid_to IS NULL OR valid_at < o.valid_to)))
+                    AND NOT (o.relationship_id = ANY(known_relationships))) AS other_eligible,
+                   EXISTS (
+                       SELECT 1
+                       FROM dm_private.relationship_evidence AS ore
+                       JOIN dm_private.discovery_eligible_evidence(team, ARRAY[ore.evidence_id], valid_at, known_at,
+                                                                   scopes) AS oe ON true
+                       WHERE ore.team_id = team AND ore.relationship_id = o.relationship_id AND ore.accepted
+                   ) AS other_supported
+            FROM recorded AS rc
+            JOIN dm_private.relationships AS o ON o.team_id = team AND o.relationship_id = rc.other_id
+            JOIN dm_private.profiles AS op ON op.team_id = team AND op.profile_id = o.owner_profile_id
+        ),
+        conflict_refs AS (
+            SELECT cs.relationship_id,
+                   pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
+                       'relationship_id', cs.other_id,
+                       'kind', cs.kind,
+                       'owner_profile', pg_catalog.jsonb_build_object('profile_id', cs.other_owner, 'name', pn.name),
+                       'preferred', COALESCE(cs.preferred_relationship_id = cs.other_id, false),
+                       'superseded', cs.other_status = 'superseded')
+                       ORDER BY cs.other_id) AS refs,
+                   pg_catalog.bool_or(cs.preferred_relationship_id = cs.relationship_id) AS is_preferred,
+                   pg_catalog.bool_or(cs.preferred_relationship_id IS NOT NULL
+                                      AND cs.preferred_relationship_id <> cs.relationship_id
+                                      AND cs.other_eligible AND cs.other_supported) AS is_overridden,
+                   pg_catalog.count(DISTINCT cs.other_owner) FILTER (
+                       WHERE cs.other_eligible AND cs.other_supported) AS challengers
+            FROM (
+                SELECT c2.*, pg_catalog.row_number() OVER (PARTITION BY c2.relationship_id ORDER BY c2.other_id) AS n
+                FROM conflict_sides AS c2
+                JOIN dm_private.relationships AS o2 ON o2.team_id = team AND o2.relationship_id = c2.other_id
+                WHERE c2.other_eligible
+                   OR (c2.other_status = 'superseded' AND o2.superseded_by_relationship_id = c2.relationship_id)
+            ) AS cs
+            JOIN dm_private.profiles AS pn ON pn.team_id = team AND pn.profile_id = cs.other_owner
+            WHERE cs.n <= 3
+            GROUP BY cs.relationship_id
+        ),
+        -- Equivalent relationships of other authors (same semantic group, or
+        -- same endpoints, predicate and polarity) count as corroboration only
+        -- when eligible and supported by eligible evidence.
+        corroboration AS (
+            SELECT rels.relationship_id, pg_catalog.count(DISTINCT eq.owner_profile_id) AS corroborators
+            FROM rels
+            CROSS JOIN LATERAL (
+                SELECT o.relationship_id, o.owner_profile_id
+                FROM dm_private.relationships AS o
+                WHERE o.team_id = team AND o.semantic_group = rels.semantic_group AND rels.semantic_group IS NOT NULL
+                UNION
+                SELECT o.relationship_id, o.owner_profile_id
+                FROM dm_private.relationships AS o
+                WHERE o.team_id = team AND o.subject_entity_id = rels.subject_entity_id
+                  AND o.object_entity_id = rels.object_entity_id AND rels.object_entity_id IS NOT NULL
+                  AND o.predicate = rels.predicate AND o.polarity = rels.polarity
+                LIMIT 50
+            ) AS eq
+            JOIN dm_private.relationships AS o ON o.team_id = team AND o.relationship_id = eq.relationship_id
+            JOIN dm_private.profiles AS op ON op.team_id = team AND op.profile_id = o.owner_profile_id
+            WHERE eq.owner_profile_id <> rels.owner_profile_id
+              AND o.status = 'active' AND o.tier IN ('validated_claim', 'fact') AND op.state = 'active'
+              AND (o.known_to IS NULL OR o.known_to > pg_catalog.now())
+              AND EXISTS (
+                  SELECT 1
+                  FROM dm_private.relationship_evidence AS ore
+                  JOIN dm_private.discovery_eligible_evidence(team, ARRAY[ore.evidence_id], valid_at, known_at, scopes)
+                      AS oe ON true
+                  WHERE ore.team_id = team AND ore.relationship_id = o.relationship_id AND ore.accepted)
+            GROUP BY rels.relationship_id
+        ),
+        edges AS MATERIALIZED (
+            SELECT rels.relationship_id, su.evidence_ids,
+                   pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object(
+                       'relationship_id', rels.relationship_id,
+                       'subject', pg_catalog.jsonb_build_object('entity_id', se.entity_id, 'name', se.canonical_name),
+                       'predicate', rels.predicate,
+                       'object', CASE WHEN oe.entity_id IS NOT NULL THEN
+                           pg_catalog.jsonb_build_object('entity_id', oe.entity_id, 'name', oe.canonical_name) END,
+                       'object_value', rels.object_value,
+                       'polarity', rels.polarity,
+                       'owner_profile', CASE WHEN cr.refs IS NOT NULL OR COALESCE(co.corroborators, 0) > 0 THEN
+                           pg_catalog.jsonb_build_object('profile_id', rels.owner_profile_id, 'name', op.name) END,
+                       'preferred', CASE WHEN cr.is_preferred THEN true END,
+                       'conflicts', cr.refs)) AS edge_json,
+                   (CASE WHEN rels.predicate = ANY(hints)
+                              OR dm_private.discovery_lexemes(rels.predicate) OPERATOR(pg_catalog.&&) query_lexemes
+                         THEN 1.0 ELSE 0.0 END
+                    + 0.4 * LEAST(
+                        (CASE WHEN dm_private.discovery_lexemes(se.canonical_name) OPERATOR(pg_catalog.&&) query_lexemes
+                              THEN 1 ELSE 0 END)
+                        + (CASE WHEN dm_private.discovery_lexemes(COALESCE(oe.canonical_name, rels.object_value))
+                                     OPERATOR(pg_catalog.&&) query_lexemes THEN 1 ELSE 0 END), 2)
+                    + 0.25 * LEAST(COALESCE(co.corroborators, 0), 3)
+                    - 0.25 * LEAST(COALESCE(cr.challengers, 0), 2)
+                    + CASE WHEN cr.is_preferred THEN 0.6 ELSE 0.0 END
+                    - CASE WHEN cr.is_overridden THEN 0.6 ELSE 0.0 END
+                    + CASE WHEN su.novel > 0 THEN 0.3 ELSE 0.0 END)::double precision AS edge_score
+            FROM rels
+            JOIN support AS su ON su.relationship_id = rels.relationship_id
+            JOIN dm_private.entities AS se ON se.team_id = team AND se.entity_id = rels.subject_entity_id
+            LEFT JOIN dm_private.entities AS oe ON oe.team_id = team AND oe.entity_id = rels.object_entity_id
+            JOIN dm_private.profiles AS op ON op.team_id = team AND op.profile_id = rels.owner_profile_id
+            LEFT JOIN conflict_refs AS cr ON cr.relationship_id = rels.relationship_id
+            LEFT JOIN corroboration AS co ON co.relationship_id = rels.relationship_id
+        ),
+        paths AS (
+            SELECT ARRAY[w.relationship_id] AS relationship_ids,
+                   ARRAY[w.from_entity_id, w.to_entity_id] AS entity_ids,
+                   pg_catalog.jsonb_build_array(e1.edge_json) AS edge_list,
+                   e1.evidence_ids,
+                   0.2 * COALESCE((seed_scores ->> w.root_entity_id::text)::double precision, 0) + e1.edge_score AS score
+            FROM walk AS w
+            JOIN edges AS e1 ON e1.relationship_id = w.relationship_id
+            WHERE w.depth = 1
+            UNION ALL
+            SELECT ARRAY[w.parent_relationship_id, w.relationship_id],
+                   ARRAY[w1.from_entity_id, w.from_entity_id, w.to_entity_id],
+                   pg_catalog.jsonb_build_array(e1.edge_json, e2.edge_json),
+                   e1.evidence_ids || e2.evidence_ids,
+                   0.2 * COALESCE((seed_scores ->> w.root_entity_id::text)::double precision, 0)
+                   + (e1.edge_score + e2.edge_score) / 2.0 - 0.2
+            FROM walk AS w
+            JOIN walk AS w1 ON w1.depth = 1 AND w1.relationship_id = w.parent_relationship_id
+                           AND w1.to_entity_id = w.from_entity_id AND w1.root_entity_id = w.root_entity_id
+            JOIN edges AS e1 ON e1.relationship_id = w.parent_relationship_id
+            JOIN edges AS e2 ON e2.relationship_id = w.relationship_id
+            WHERE w.depth = 2
+        ),
+        distinct_paths AS (
+            SELECT DISTINCT ON (p.relationship_ids) p.*
+            FROM paths AS p
+            ORDER BY p.relationship_ids, p.score DESC
+        )
+        SELECT COALESCE(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
+                   'relationship_ids', pg_catalog.to_jsonb(top.relationship_ids),
+                   'entity_ids', pg_catalog.to_jsonb(top.entity_ids),
+                   'path', pg_catalog.jsonb_build_object(
+                       'relationships', top.edge_list,
+                       'evidence_ids', pg_catalog.to_jsonb(ARRAY(
+                           SELECT DISTINCT ev.id FROM pg_catalog.unnest(top.evidence_ids) AS ev (id)
+                           ORDER BY ev.id LIMIT 5))))
+                   ORDER BY top.score DESC, top.relationship_ids::text), '[]'::jsonb)
+        INTO candidates
+        FROM (
+            SELECT dp.* FROM distinct_paths AS dp
+            ORDER BY dp.score DESC, dp.relationship_ids::text
+            LIMIT 200
+        ) AS top;
+
+        -- Greedy selection: skip a path whose every edge is already shown,
+        -- stop at max_paths, the byte budget or the deadline.
+        FOR candidate IN SELECT c.value FROM pg_catalog.jsonb_array_elements(candidates) AS c (value) LOOP
+            EXIT WHEN pg_catalog.jsonb_array_length(chosen) >= max_paths;
+            IF pg_catalog.clock_timestamp() >= deadline THEN
+                degraded := degraded || 'discovery_time_budget'::text;
+                EXIT;
+            END IF;
+            CONTINUE WHEN ARRAY(SELECT (x.v #>> '{}')::uuid
+                                FROM pg_catalog.jsonb_array_elements(candidate -> 'relationship_ids') AS x (v))
+                          OPERATOR(pg_catalog.<@) chosen_relationships;
+            path_bytes := pg_catalog.octet_length((candidate -> 'path')::text) + 2;
+            CONTINUE WHEN used_bytes + path_bytes > max_path_bytes;
+            used_bytes := used_bytes + path_bytes;
+            chosen := chosen || pg_catalog.jsonb_build_array(candidate -> 'path');
+            chosen_relationships := chosen_relationships || ARRAY(
+                SELECT (x.v #>> '{}')::uuid FROM pg_catalog.jsonb_array_elements(candidate -> 'relationship_ids') AS x (v));
+            path_entities := path_entities || ARRAY(
+                SELECT (x.v #>> '{}')::uuid FROM pg_catalog.jsonb_array_elements(candidate -> 'entity_ids') AS x (v)
+                WHERE x.v <> 'null'::jsonb);
+        END LOOP;
+    ELSIF pg_catalog.cardinality(seed_ids) > 0 AND max_paths > 0 THEN
+        degraded := degraded || 'discovery_time_budget'::text;
+    END IF;
+
+    answer := pg_catalog.jsonb_build_object('discovery_paths', chosen);
+
+    -- Optional: related hypotheses, in their own field. A failure omits the
+    -- field and is recorded; it never fails the recall.
+    want_hypotheses := COALESCE(CASE WHEN pg_catalog.jsonb_typeof(req -> 'include_hypotheses') = 'boolean'
+                                     THEN (req ->> 'include_hypotheses')::boolean END, false)
+                       OR COALESCE(CASE WHEN pg_catalog.jsonb_typeof(settings #> '{hypotheses,enabled}') = 'boolean'
+                                        THEN (settings #>> '{hypotheses,enabled}')::boolean END, false);
+    IF want_hypotheses THEN
+        BEGIN
+            answer := answer || pg_catalog.jsonb_build_object('related_hypotheses',
+                dm_private.discovery_hypotheses(team, query, returned,
+                                                dm_private.discovery_setting(settings -> 'hypotheses', 'limit', 3, 0, 20)));
+        EXCEPTION WHEN OTHERS THEN
+            degraded := degraded || 'hypotheses'::text;
+        END;
+    END IF;
+
+    -- Optional: communities (profile switch, off by default), only into
+    -- result slots the direct results left unused, in their own field.
+    IF COALESCE(CASE WHEN pg_catalog.jsonb_typeof(settings #> '{communities,enabled}') = 'boolean'
+                     THEN (settings #>> '{communities,enabled}')::boolean END, false) THEN
+        result_limit := COALESCE(CASE WHEN pg_catalog.jsonb_typeof(req -> 'limit') = 'number'
+                                      THEN (req ->> 'limit')::numeric::integer END,
+                                 dm_private.discovery_setting(settings -> 'budgets', 'default_limit', 10, 1, 50));
+        BEGIN
+            answer := answer || pg_catalog.jsonb_build_object('communities',
+                dm_private.discovery_communities(
+                    team, seed_ids || path_entities,
+                    LEAST(GREATEST(result_limit - pg_catalog.cardinality(returned), 0),
+                          dm_private.discovery_setting(settings -> 'communities', 'limit', 3, 0, 20))));
+        EXCEPTION WHEN OTHERS THEN
+            degraded := degraded || 'communities'::text;
+        END;
+    END IF;
+
+    RETURN answer || pg_catalog.jsonb_build_object('degraded', pg_catalog.to_jsonb(degraded));
+END
+$$;
+COMMENT ON FUNCTION dm_private.discovery_for_recall(uuid, text, jsonb, uuid [], jsonb, jsonb, public.vector) IS
+'Discovery for one recall, after the evidence top K is chosen: {"discovery_paths": [{"relationships": [edge, edge?], "evidence_ids": [...]}], "related_hypotheses"?: [...], "communities"?: [...], "degraded": [...]}. Eligible relationships only, bounded by the profile''s discovery budgets; never evidence text; known relationship IDs never appear.';
+
+REVOKE ALL ON FUNCTION dm_private.discovery_uuid_list(jsonb, text, integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION dm_private.discovery_setting(jsonb, text, integer, integer, integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION dm_private.discovery_for_recall(uuid, text, jsonb, uuid [], jsonb, jsonb, public.vector) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION dm_private.discovery_uuid_list(jsonb, text, integer) TO
+densemem_app, densemem_analyst, densemem_operator;
+GRANT EXECUTE ON FUNCTION dm_private.discovery_setting(jsonb, text, integer, integer, integer) TO
+densemem_app, densemem_analyst, densemem_operator;
+GRANT EXECUTE ON FUNCTION dm_private.discovery_for_recall(uuid, text, jsonb, uuid [], jsonb, jsonb, public.vector) TO
+densemem_app, densemem_analyst, densemem_operator;
