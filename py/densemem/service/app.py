@@ -43,17 +43,19 @@ def service_config(settings: Settings) -> ServiceConfig:
         max_body_bytes=int(os.environ.get("DENSEMEM_MAX_BODY_BYTES", str(4 * 1024 * 1024))),
         max_query_string_bytes=int(os.environ.get("DENSEMEM_MAX_QUERY_STRING_BYTES", "4096")),
         pool_timeout_s=float(os.environ.get("DENSEMEM_POOL_TIMEOUT_S", "5")),
+        pool_min_size=int(os.environ.get("DENSEMEM_POOL_MIN_SIZE", "2")),
+        pool_max_size=int(os.environ.get("DENSEMEM_POOL_MAX_SIZE", "16")),
     )
 
 
 def make_pool(
-    url: str, *, configure: ConnectionHook | None = None
+    url: str, config: ServiceConfig, *, configure: ConnectionHook | None = None
 ) -> ConnectionPool[psycopg.Connection[Any]]:
     """Autocommit connections: every request is one pipelined implicit transaction."""
     return ConnectionPool(
         url,
-        min_size=int(os.environ.get("DENSEMEM_POOL_MIN_SIZE", "2")),
-        max_size=int(os.environ.get("DENSEMEM_POOL_MAX_SIZE", "16")),
+        min_size=config.pool_min_size,
+        max_size=max(config.pool_min_size, config.pool_max_size),
         kwargs={"autocommit": True, "application_name": "densemem-service"},
         configure=configure,
         open=False,
@@ -125,60 +127,53 @@ async def readyz(request: Request) -> Response:
     return error_response(ApiError(503, "DM503", "not ready", details=checks))
 
 
-FRESHNESS_SQL = (
+ENTER_TEAM_SQL = (
     "SELECT pg_catalog.set_config('role', 'densemem_app', true), "
     "pg_catalog.set_config('densemem.team_id', %(team)s::text, true), "
     "pg_catalog.set_config('statement_timeout', '2000', true)"
 )
+DEGRADED_SQL = (
+    "SELECT b.branch, pg_catalog.count(*) FROM dm_private.recall_telemetry AS t, "
+    "LATERAL pg_catalog.unnest(t.degraded_branches) AS b (branch) "
+    "WHERE t.team_id = %(team)s AND t.created_at >= pg_catalog.now() - interval '5 minutes' GROUP BY b.branch"
+)
 
 
 def _database_gauges(state: ServiceState) -> list[str]:
-    """Search freshness and degraded recall branches of the teams served recently (bounded)."""
-    teams = list(state.recent_teams)
-    if not teams:
-        return []
-    pending = failed = 0.0
-    oldest = 0.0
-    degraded: dict[str, float] = {}
-    since = time.time() - 300
-    with state.pool.connection(timeout=2.0) as conn:
-        has_freshness = conn.execute(
-            "SELECT pg_catalog.to_regprocedure('dm.search_freshness(uuid)') IS NOT NULL"
-        ).fetchone()
-        for team in teams:
-            with conn.transaction():
-                conn.execute(FRESHNESS_SQL, {"team": team})
-                if has_freshness and has_freshness[0]:
-                    row = conn.execute("SELECT * FROM dm.search_freshness(%s)", (team,)).fetchone()
-                    if row is not None:
-                        pending += float(row[0] or 0)
-                        failed += float(row[1] or 0)
-                        oldest = max(oldest, float(row[2] or 0))
-                rows = conn.execute(
-                    "SELECT b.branch, pg_catalog.count(*) FROM dm_private.recall_telemetry AS t, "
-                    "LATERAL pg_catalog.unnest(t.degraded_branches) AS b (branch) "
-                    "WHERE t.team_id = %s AND t.created_at >= pg_catalog.to_timestamp(%s) GROUP BY b.branch",
-                    (team, since),
-                ).fetchall()
-                for branch, count in rows:
-                    degraded[branch] = degraded.get(branch, 0.0) + float(count)
+    """Search freshness over all teams (dm.search_freshness_overall) and the degraded recall
+    branches of the last five minutes, read as each team served recently (bounded)."""
     lines: list[str] = []
-    if has_freshness and has_freshness[0]:
-        lines += gauge_lines(
-            "densemem_search_pending_documents",
-            "Documents waiting for a vector, summed over the teams served recently.",
-            [((), pending)],
-        )
-        lines += gauge_lines(
-            "densemem_search_failed_documents",
-            "Documents whose embedding failed, summed over the teams served recently.",
-            [((), failed)],
-        )
-        lines += gauge_lines(
-            "densemem_search_oldest_pending_age_seconds",
-            "Age of the oldest pending document among the teams served recently.",
-            [((), oldest)],
-        )
+    degraded: dict[str, float] = {}
+    with state.pool.connection(timeout=2.0) as conn:
+        with conn.transaction():
+            conn.execute("SELECT pg_catalog.set_config('role', 'densemem_app', true)")
+            exists = conn.execute(
+                "SELECT pg_catalog.to_regprocedure('dm.search_freshness_overall()') IS NOT NULL"
+            ).fetchone()
+            if exists is not None and exists[0]:
+                row = conn.execute("SELECT * FROM dm.search_freshness_overall()").fetchone()
+                if row is not None:
+                    pending, failed, oldest = (float(value or 0) for value in row)
+                    lines += gauge_lines(
+                        "densemem_search_pending_documents",
+                        "Documents waiting for a vector (all teams).",
+                        [((), pending)],
+                    )
+                    lines += gauge_lines(
+                        "densemem_search_failed_documents",
+                        "Documents whose embedding failed (all teams).",
+                        [((), failed)],
+                    )
+                    lines += gauge_lines(
+                        "densemem_search_oldest_pending_age_seconds",
+                        "Age of the oldest document waiting for a vector (all teams).",
+                        [((), oldest)],
+                    )
+        for team in list(state.recent_teams):
+            with conn.transaction():
+                conn.execute(ENTER_TEAM_SQL, {"team": team})
+                for branch, count in conn.execute(DEGRADED_SQL, {"team": team}).fetchall():
+                    degraded[branch] = degraded.get(branch, 0.0) + float(count)
     samples: list[tuple[Labels, float]] = [((("branch", b),), n) for b, n in sorted(degraded.items())]
     lines += gauge_lines(
         "densemem_recall_degraded_branches_recent",
@@ -298,7 +293,7 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         url = database_url or db.database_url(settings)
-        pool = make_pool(url, configure=configure_connection)
+        pool = make_pool(url, config, configure=configure_connection)
         await run_in_threadpool(pool.open, True, 30.0)
         chosen = embedder if embedder is not None else await run_in_threadpool(load_query_embedder, settings)
         app.state.service = ServiceState(pool=pool, embedder=chosen, config=config)

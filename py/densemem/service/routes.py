@@ -42,6 +42,8 @@ class ServiceConfig:
     max_query_string_bytes: int = 4096
     pool_timeout_s: float = 5.0
     key_cache_seconds: float = 60.0
+    pool_min_size: int = 2
+    pool_max_size: int = 16
 
 
 @dataclass
