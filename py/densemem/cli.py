@@ -20,6 +20,7 @@ Handler = Callable[[argparse.Namespace, Settings], int]
 # `handler` (a Handler) on its parsers. One line per module.
 COMMAND_MODULES: list[str] = [
     "densemem.sample",
+    "densemem.eval_command",
 ]
 
 
