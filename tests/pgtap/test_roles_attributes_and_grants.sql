@@ -1,0 +1,273 @@
+-- The Dense-Mem roles and exactly the grants intended for them.
+--
+-- The intended state is written once below (roles, memberships, schema
+-- grants, the table grant matrix, column grants) and compared both ways with
+-- the catalogs. A table added by a later migration fails here until its
+-- grants are added to the matrix: that is the point, every grant is a
+-- decision someone wrote down.
+BEGIN;
+SELECT plan(18);
+
+-- ---------------------------------------------------------------- roles
+
+-- (role, can log in, bypasses RLS). No Dense-Mem role is a superuser or may
+-- create roles or databases. Only the searcher bypasses RLS: it owns the
+-- candidate-generation definer functions, which carry an explicit team
+-- predicate checked against the authenticated setting (DEVELOPERS.md).
+CREATE TEMPORARY VIEW intended_roles (role_name, can_login, bypass_rls) AS
+VALUES
+    ('densemem_owner', false, false),
+    ('densemem_app', false, false),
+    ('densemem_analyst', false, false),
+    ('densemem_operator', false, false),
+    ('densemem_searcher', false, true);
+
+-- (member, granted role): who inherits whose privileges among Dense-Mem roles.
+-- The owner is a member of the searcher so that it can create functions the
+-- searcher owns (CREATE OR REPLACE ... then ALTER ... OWNER).
+CREATE TEMPORARY VIEW intended_memberships (member_name, role_name) AS
+VALUES
+    ('densemem_owner', 'densemem_searcher');
+
+CREATE TEMPORARY VIEW actual_roles AS
+SELECT r.rolname::text COLLATE "default" AS role_name, r.rolcanlogin AS can_login, r.rolbypassrls AS bypass_rls
+FROM pg_catalog.pg_roles AS r
+WHERE r.rolname LIKE 'densemem\_%';
+
+-- Memberships of any Dense-Mem role, in any role (predefined roles such as
+-- pg_read_all_data included): none but the intended ones.
+CREATE TEMPORARY VIEW actual_memberships AS
+SELECT m.rolname::text COLLATE "default" AS member_name, g.rolname::text COLLATE "default" AS role_name
+FROM pg_catalog.pg_auth_members AS am
+JOIN pg_catalog.pg_roles AS m ON m.oid = am.member
+JOIN pg_catalog.pg_roles AS g ON g.oid = am.roleid
+WHERE m.rolname LIKE 'densemem\_%';
+
+SELECT set_eq('SELECT * FROM actual_roles', 'SELECT * FROM intended_roles',
+              'the Dense-Mem roles exist with the intended LOGIN and BYPASSRLS attributes, and no others');
+SELECT is_empty(
+    $$SELECT rolname FROM pg_catalog.pg_roles
+      WHERE rolname LIKE 'densemem\_%' AND (rolsuper OR rolcreaterole OR rolcreatedb OR rolreplication)$$,
+    'no Dense-Mem role is a superuser or may create roles, databases or replicate');
+SELECT set_eq('SELECT * FROM actual_memberships', 'SELECT * FROM intended_memberships',
+              'Dense-Mem roles are members of exactly the intended roles');
+
+-- ---------------------------------------------------------------- ownership
+
+-- densemem_owner owns every relation and type in dm and dm_private (the
+-- ledger in dm_migrations belongs to whoever runs the migrations).
+SELECT is_empty(
+    $$SELECT n.nspname, c.relname, pg_catalog.pg_get_userbyid(c.relowner)
+      FROM pg_catalog.pg_class AS c JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
+      WHERE n.nspname IN ('dm', 'dm_private') AND c.relkind IN ('r', 'p', 'v', 'm', 'S', 'f')
+        AND c.relowner <> 'densemem_owner'::regrole$$,
+    'densemem_owner owns every table, view and sequence in dm and dm_private');
+SELECT is_empty(
+    $$SELECT n.nspname, t.typname, pg_catalog.pg_get_userbyid(t.typowner)
+      FROM pg_catalog.pg_type AS t JOIN pg_catalog.pg_namespace AS n ON n.oid = t.typnamespace
+      WHERE n.nspname IN ('dm', 'dm_private') AND t.typtype IN ('e', 'c', 'd', 'r')
+        AND NOT (t.typtype = 'c' AND EXISTS (
+            SELECT 1 FROM pg_catalog.pg_class AS c WHERE c.oid = t.typrelid AND c.relkind <> 'c'))
+        AND t.typowner <> 'densemem_owner'::regrole$$,
+    'densemem_owner owns every type in dm and dm_private');
+SELECT is_empty(
+    $$SELECT n.nspname, pg_catalog.pg_get_userbyid(n.nspowner) FROM pg_catalog.pg_namespace AS n
+      WHERE n.nspname IN ('dm', 'dm_private') AND n.nspowner <> 'densemem_owner'::regrole$$,
+    'densemem_owner owns the dm and dm_private schemas');
+
+-- ---------------------------------------------------------------- schema grants
+
+-- (schema, privileges, grantees): USAGE lets a role name objects in the
+-- schema; nobody but the owner may CREATE. The ledger schema is granted to no one.
+CREATE TEMPORARY VIEW intended_schema_grants_written (schema_name, privileges, grantees) AS
+VALUES
+    ('dm', 'USAGE', 'densemem_app, densemem_analyst, densemem_operator'),
+    ('dm_private', 'USAGE', 'densemem_app, densemem_analyst, densemem_operator, densemem_searcher'),
+    ('dm_migrations', '', '');
+
+CREATE TEMPORARY VIEW intended_schema_grants AS
+SELECT w.schema_name::text COLLATE "default" AS schema_name,
+       pg_catalog.btrim(g) COLLATE "default" AS grantee,
+       pg_catalog.btrim(p) COLLATE "default" AS privilege
+FROM intended_schema_grants_written AS w,
+     pg_catalog.regexp_split_to_table(w.grantees, ',') AS g,
+     pg_catalog.regexp_split_to_table(w.privileges, ',') AS p
+WHERE pg_catalog.btrim(g) <> '' AND pg_catalog.btrim(p) <> '';
+
+CREATE TEMPORARY VIEW actual_schema_grants AS
+SELECT n.nspname::text COLLATE "default" AS schema_name,
+       CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE pg_catalog.pg_get_userbyid(a.grantee)::text END COLLATE "default"
+           AS grantee,
+       a.privilege_type COLLATE "default" AS privilege
+FROM pg_catalog.pg_namespace AS n,
+     pg_catalog.aclexplode(COALESCE(n.nspacl, pg_catalog.acldefault('n', n.nspowner))) AS a
+WHERE n.nspname IN ('dm', 'dm_private', 'dm_migrations') AND a.grantee <> n.nspowner;
+
+SELECT set_eq('SELECT * FROM actual_schema_grants', 'SELECT * FROM intended_schema_grants',
+              'the Dense-Mem schemas carry exactly the intended grants');
+
+-- ---------------------------------------------------------------- table grants
+
+-- The grant matrix: one line per (table, privileges, grantees). A table
+-- granted to no one is listed with empty strings, so that every table of
+-- dm, dm_private and dm_migrations appears here. The owner's own privileges
+-- are implicit and not listed.
+--
+-- densemem_app (the service) reads and writes under RLS but never deletes
+-- history: append-only tables (transitions, verifications, tombstones,
+-- feedback) take INSERT without UPDATE; DELETE only on derived rows
+-- (vectors, entity names, snapshot counts). Global configuration
+-- (embedding contracts, ranking profiles) is read-only to every Dense-Mem role.
+-- densemem_analyst / densemem_operator read under RLS, never API key hashes.
+-- densemem_searcher reads only what candidate generation needs.
+CREATE TEMPORARY VIEW grant_matrix (table_name, privileges, grantees) AS
+VALUES
+    ('dm_private.teams', 'SELECT, INSERT, UPDATE', 'densemem_app'),
+    ('dm_private.teams', 'SELECT', 'densemem_analyst, densemem_operator'),
+    ('dm_private.profiles', 'SELECT, INSERT, UPDATE', 'densemem_app'),
+    ('dm_private.profiles', 'SELECT', 'densemem_analyst, densemem_operator, densemem_searcher'),
+    ('dm_private.api_keys', 'SELECT, INSERT, UPDATE', 'densemem_app'),
+    ('dm_private.team_role_grants', 'SELECT', 'densemem_app, densemem_analyst, densemem_operator'),
+    ('dm_private.sources', 'SELECT, INSERT, UPDATE', 'densemem_app'),
+    ('dm_private.sources', 'SELECT', 'densemem_analyst, densemem_operator'),
+    ('dm_private.source_revisions', 'SELECT, INSERT, UPDATE', 'densemem_app'),
+    ('dm_private.source_revisions', 'SELECT', 'densemem_analyst, densemem_operator, densemem_searcher'),
+    ('dm_private.evidence', 'SELECT, INSERT, UPDATE', 'densemem_app'),
+    ('dm_private.evidence', 'SELECT', 'densemem_analyst, densemem_operator, densemem_searcher'),
+    ('dm_private.erasure_tombstones', 'SELECT, INSERT', 'densemem_app'),
+    ('dm_private.erasure_tombstones', 'SELECT', 'densemem_analyst, densemem_operator'),
+    ('dm_private.entities', 'SELECT, INSERT, UPDATE', 'densemem_app'),
+    ('dm_private.entities', 'SELECT', 'densemem_analyst, densemem_operator, densemem_searcher'),
+    ('dm_private.entity_names', 'SELECT, INSERT, UPDATE, DELETE', 'densemem_app'),
+    ('dm_private.entity_names', 'SELECT', 'densemem_analyst, densemem_operator, densemem_searcher'),
+    ('dm_private.relationships', 'SELECT, INSERT, UPDATE', 'densemem_app'),
+    ('dm_private.relationships', 'SELECT', 'densemem_analyst, densemem_operator, densemem_searcher'),
+    ('dm_private.relationship_evidence', 'SELECT, INSERT, UPDATE', 'densemem_app'),
+    ('dm_private.relationship_evidence', 'SELECT', 'densemem_analyst, densemem_operator, densemem_searcher'),
+    ('dm_private.verification_events', 'SELECT, INSERT', 'densemem_app'),
+    ('dm_private.verification_events', 'SELECT', 'densemem_analyst, densemem_operator'),
+    ('dm_private.lifecycle_transitions', 'SELECT, INSERT', 'densemem_app'),
+    ('dm_private.lifecycle_transitions', 'SELECT', 'densemem_analyst, densemem_operator'),
+    ('dm_private.conflicts', 'SELECT, INSERT, UPDATE', 'densemem_app'),
+    ('dm_private.conflicts', 'SELECT', 'densemem_analyst, densemem_operator'),
+    ('dm_private.hypotheses', 'SELECT, INSERT, UPDATE', 'densemem_app'),
+    ('dm_private.hypotheses', 'SELECT', 'densemem_analyst, densemem_operator'),
+    ('dm_private.embedding_contracts', 'SELECT',
+     'densemem_app, densemem_analyst, densemem_operator, densemem_searcher'),
+    ('dm_private.search_documents', 'SELECT, INSERT, UPDATE', 'densemem_app'),
+    ('dm_private.search_documents', 'SELECT', 'densemem_analyst, densemem_operator, densemem_searcher'),
+    ('dm_private.document_embeddings', 'SELECT, INSERT, UPDATE, DELETE', 'densemem_app'),
+    ('dm_private.document_embeddings', 'SELECT', 'densemem_analyst, densemem_operator, densemem_searcher'),
+    ('dm_private.ranking_profiles', 'SELECT', 'densemem_app, densemem_analyst, densemem_operator'),
+    ('dm_private.team_ranking_overrides', 'SELECT, INSERT, UPDATE', 'densemem_app'),
+    ('dm_private.team_ranking_overrides', 'SELECT', 'densemem_analyst, densemem_operator'),
+    ('dm_private.recall_feedback', 'SELECT, INSERT', 'densemem_app'),
+    ('dm_private.recall_feedback', 'SELECT', 'densemem_analyst, densemem_operator'),
+    ('dm_private.usage_counters', 'SELECT, INSERT, UPDATE', 'densemem_app'),
+    ('dm_private.usage_counters', 'SELECT', 'densemem_analyst, densemem_operator'),
+    ('dm_private.usage_snapshots', 'SELECT, INSERT, UPDATE', 'densemem_app'),
+    ('dm_private.usage_snapshots', 'SELECT', 'densemem_analyst, densemem_operator'),
+    ('dm_private.usage_snapshot_counts', 'SELECT, INSERT, UPDATE, DELETE', 'densemem_app'),
+    ('dm_private.usage_snapshot_counts', 'SELECT', 'densemem_analyst, densemem_operator'),
+    ('dm_private.recall_telemetry', 'SELECT, INSERT, UPDATE', 'densemem_app'),
+    ('dm_private.recall_telemetry', 'SELECT', 'densemem_analyst, densemem_operator'),
+    -- The migration ledger: the migrating role only.
+    ('dm_migrations.applied_migrations', '', ''),
+    ('dm_migrations.applied_function_files', '', '');
+
+-- Column-level grants, one line per (table, columns, privileges, grantees).
+-- None are intended yet; add lines here (as a VALUES list) when one is.
+CREATE TEMPORARY VIEW column_grant_matrix (table_name, column_names, privileges, grantees) AS
+SELECT NULL::text, NULL::text, NULL::text, NULL::text WHERE false;
+
+CREATE TEMPORARY VIEW dm_relations AS
+SELECT c.oid AS table_oid, c.relowner, c.relacl,
+       pg_catalog.format('%I.%I', n.nspname, c.relname) COLLATE "default" AS table_name
+FROM pg_catalog.pg_class AS c
+JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
+WHERE n.nspname IN ('dm', 'dm_private', 'dm_migrations') AND c.relkind IN ('r', 'p', 'v', 'm', 'f');
+
+CREATE TEMPORARY VIEW intended_table_grants AS
+SELECT m.table_name COLLATE "default" AS table_name,
+       pg_catalog.btrim(g) COLLATE "default" AS grantee,
+       pg_catalog.btrim(p) COLLATE "default" AS privilege
+FROM grant_matrix AS m,
+     pg_catalog.regexp_split_to_table(m.grantees, ',') AS g,
+     pg_catalog.regexp_split_to_table(m.privileges, ',') AS p
+WHERE pg_catalog.btrim(g) <> '' AND pg_catalog.btrim(p) <> '';
+
+CREATE TEMPORARY VIEW actual_table_grants AS
+SELECT r.table_name,
+       CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE pg_catalog.pg_get_userbyid(a.grantee)::text END COLLATE "default"
+           AS grantee,
+       a.privilege_type COLLATE "default" AS privilege
+FROM dm_relations AS r,
+     pg_catalog.aclexplode(COALESCE(r.relacl, pg_catalog.acldefault('r', r.relowner))) AS a
+WHERE a.grantee <> r.relowner;
+
+CREATE TEMPORARY VIEW intended_column_grants AS
+SELECT m.table_name COLLATE "default" AS table_name,
+       pg_catalog.btrim(c) COLLATE "default" AS column_name,
+       pg_catalog.btrim(g) COLLATE "default" AS grantee,
+       pg_catalog.btrim(p) COLLATE "default" AS privilege
+FROM column_grant_matrix AS m,
+     pg_catalog.regexp_split_to_table(m.column_names, ',') AS c,
+     pg_catalog.regexp_split_to_table(m.grantees, ',') AS g,
+     pg_catalog.regexp_split_to_table(m.privileges, ',') AS p;
+
+CREATE TEMPORARY VIEW actual_column_grants AS
+SELECT r.table_name,
+       att.attname::text COLLATE "default" AS column_name,
+       CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE pg_catalog.pg_get_userbyid(a.grantee)::text END COLLATE "default"
+           AS grantee,
+       a.privilege_type COLLATE "default" AS privilege
+FROM dm_relations AS r
+JOIN pg_catalog.pg_attribute AS att ON att.attrelid = r.table_oid AND att.attacl IS NOT NULL
+CROSS JOIN LATERAL pg_catalog.aclexplode(att.attacl) AS a
+WHERE a.grantee <> r.relowner;
+
+SELECT cmp_ok((SELECT count(*) FROM dm_relations)::integer, '>=', 28,
+              'the catalog query sees the Dense-Mem tables (guards against a vacuous pass)');
+SELECT is_empty(
+    $$SELECT table_name FROM dm_relations EXCEPT SELECT table_name FROM grant_matrix$$,
+    'every table in dm, dm_private and dm_migrations is in the grant matrix (add new tables to it)');
+SELECT is_empty(
+    $$SELECT table_name FROM grant_matrix EXCEPT SELECT table_name FROM dm_relations$$,
+    'every table in the grant matrix exists (no stale lines)');
+SELECT is_empty(
+    $$SELECT * FROM actual_table_grants EXCEPT SELECT * FROM intended_table_grants$$,
+    'no table privilege is granted beyond the matrix');
+SELECT is_empty(
+    $$SELECT * FROM intended_table_grants EXCEPT SELECT * FROM actual_table_grants$$,
+    'every table privilege in the matrix is granted');
+SELECT is_empty(
+    $$SELECT * FROM actual_column_grants EXCEPT SELECT * FROM intended_column_grants$$,
+    'no column privilege is granted beyond the column matrix');
+SELECT is_empty(
+    $$SELECT * FROM intended_column_grants EXCEPT SELECT * FROM actual_column_grants$$,
+    'every column privilege in the column matrix is granted');
+
+-- The comparison catches a difference in either direction.
+GRANT DELETE ON dm_private.evidence TO densemem_analyst;
+REVOKE SELECT ON dm_private.teams FROM densemem_operator;
+GRANT SELECT (team_id) ON dm_private.api_keys TO densemem_searcher;
+SELECT results_eq(
+    $$SELECT * FROM actual_table_grants EXCEPT SELECT * FROM intended_table_grants$$,
+    $$VALUES ('dm_private.evidence', 'densemem_analyst', 'DELETE')$$,
+    'the matrix check catches an extra grant');
+SELECT results_eq(
+    $$SELECT * FROM intended_table_grants EXCEPT SELECT * FROM actual_table_grants$$,
+    $$VALUES ('dm_private.teams', 'densemem_operator', 'SELECT')$$,
+    'the matrix check catches a missing grant');
+SELECT results_eq(
+    $$SELECT * FROM actual_column_grants EXCEPT SELECT * FROM intended_column_grants$$,
+    $$VALUES ('dm_private.api_keys', 'team_id', 'densemem_searcher', 'SELECT')$$,
+    'the column check catches an extra column grant');
+CREATE TABLE dm_private.zz_pgtap_probe (team_id uuid NOT NULL);
+SELECT results_eq(
+    $$SELECT table_name FROM dm_relations EXCEPT SELECT table_name FROM grant_matrix$$,
+    $$VALUES ('dm_private.zz_pgtap_probe')$$,
+    'a new table fails until it is added to the matrix');
+
+SELECT * FROM finish();
+ROLLBACK;

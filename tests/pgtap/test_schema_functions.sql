@@ -1,0 +1,93 @@
+-- Every function in dm and dm_private follows the conventions of
+-- DEVELOPERS.md: a COMMENT (served as API documentation), a pinned
+-- search_path (so no caller can shadow a name), and SECURITY DEFINER only
+-- with search_path '' and a non-superuser owner. Read from the catalogs, so
+-- functions added by later files are checked too.
+BEGIN;
+SELECT plan(14);
+
+-- Roles that may own functions: the owner owns everything; the searcher
+-- owns only candidate-generation SECURITY DEFINER functions.
+CREATE TEMPORARY VIEW function_owners (role_name) AS
+VALUES ('densemem_owner'), ('densemem_searcher');
+
+CREATE TEMPORARY VIEW dm_functions AS
+SELECT p.oid AS function_oid, p.oid::regprocedure::text COLLATE "default" AS function_name,
+       p.prokind, p.prosecdef, p.proconfig, p.proowner,
+       pg_catalog.obj_description(p.oid, 'pg_proc') AS function_comment
+FROM pg_catalog.pg_proc AS p
+JOIN pg_catalog.pg_namespace AS n ON n.oid = p.pronamespace
+WHERE n.nspname IN ('dm', 'dm_private')
+  AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_depend AS d
+                  WHERE d.classid = 'pg_catalog.pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e');
+
+CREATE TEMPORARY VIEW uncommented_functions AS
+SELECT function_name FROM dm_functions WHERE COALESCE(pg_catalog.btrim(function_comment), '') = '';
+
+-- Aggregates cannot carry SET clauses; functions and procedures must.
+CREATE TEMPORARY VIEW functions_without_search_path AS
+SELECT function_name FROM dm_functions
+WHERE prokind IN ('f', 'p')
+  AND NOT EXISTS (SELECT 1 FROM pg_catalog.unnest(proconfig) AS s (setting) WHERE s.setting LIKE 'search\_path=%');
+
+CREATE TEMPORARY VIEW functions_with_nonempty_search_path AS
+SELECT function_name FROM dm_functions
+WHERE prokind IN ('f', 'p') AND NOT ('search_path=""' = ANY (COALESCE(proconfig, '{}')));
+
+CREATE TEMPORARY VIEW unsafe_definers AS
+SELECT f.function_name FROM dm_functions AS f
+JOIN pg_catalog.pg_roles AS r ON r.oid = f.proowner
+WHERE f.prosecdef AND (NOT ('search_path=""' = ANY (COALESCE(f.proconfig, '{}'))) OR r.rolsuper);
+
+CREATE TEMPORARY VIEW unexpected_function_owners AS
+SELECT f.function_name, r.rolname::text COLLATE "default" AS owner_name FROM dm_functions AS f
+JOIN pg_catalog.pg_roles AS r ON r.oid = f.proowner
+WHERE r.rolname::text NOT IN (SELECT role_name FROM function_owners);
+
+CREATE TEMPORARY VIEW searcher_invokers AS
+SELECT f.function_name FROM dm_functions AS f
+WHERE f.proowner = (SELECT oid FROM pg_catalog.pg_roles WHERE rolname = 'densemem_searcher') AND NOT f.prosecdef;
+
+SELECT cmp_ok((SELECT count(*) FROM dm_functions)::integer, '>=', 10,
+              'the catalog query sees the Dense-Mem functions (guards against a vacuous pass)');
+SELECT is_empty('SELECT * FROM uncommented_functions', 'every dm and dm_private function has a COMMENT');
+SELECT is_empty('SELECT * FROM functions_without_search_path',
+                'every dm and dm_private function sets search_path');
+SELECT is_empty('SELECT * FROM functions_with_nonempty_search_path',
+                $$every dm and dm_private function sets search_path = '' (DEVELOPERS.md)$$);
+SELECT is_empty('SELECT * FROM unsafe_definers',
+                $$every SECURITY DEFINER function has search_path '' and a non-superuser owner$$);
+SELECT is_empty('SELECT * FROM unexpected_function_owners',
+                'functions are owned by densemem_owner (or, for candidate generation, densemem_searcher)');
+SELECT is_empty('SELECT * FROM searcher_invokers',
+                'densemem_searcher owns only SECURITY DEFINER functions');
+
+-- The checks catch offenders.
+CREATE FUNCTION dm_private.zz_pgtap_bare() RETURNS integer LANGUAGE sql AS 'SELECT 1';
+SELECT results_eq('SELECT * FROM uncommented_functions', $$VALUES ('dm_private.zz_pgtap_bare()')$$,
+                  'the comment check catches a function without a COMMENT');
+SELECT results_eq('SELECT * FROM functions_without_search_path', $$VALUES ('dm_private.zz_pgtap_bare()')$$,
+                  'the search_path check catches a function without SET search_path');
+SELECT results_eq('SELECT * FROM unexpected_function_owners',
+                  $$VALUES ('dm_private.zz_pgtap_bare()', CURRENT_USER::text COLLATE "default")$$,
+                  'the owner check catches a function owned by another role');
+DROP FUNCTION dm_private.zz_pgtap_bare();
+
+CREATE FUNCTION dm_private.zz_pgtap_definer() RETURNS integer LANGUAGE sql SECURITY DEFINER
+SET search_path = 'public' AS 'SELECT 1';
+COMMENT ON FUNCTION dm_private.zz_pgtap_definer() IS 'probe';
+SELECT results_eq('SELECT * FROM unsafe_definers', $$VALUES ('dm_private.zz_pgtap_definer()')$$,
+                  $$the definer check catches a search_path other than ''$$);
+SELECT results_eq('SELECT * FROM functions_with_nonempty_search_path',
+                  $$VALUES ('dm_private.zz_pgtap_definer()')$$,
+                  $$the search_path check catches a search_path other than ''$$);
+ALTER FUNCTION dm_private.zz_pgtap_definer() SET search_path = '';
+SELECT results_eq('SELECT * FROM unsafe_definers', $$VALUES ('dm_private.zz_pgtap_definer()')$$,
+                  'the definer check catches a superuser-owned definer function');
+ALTER FUNCTION dm_private.zz_pgtap_definer() SECURITY INVOKER;
+ALTER FUNCTION dm_private.zz_pgtap_definer() OWNER TO densemem_searcher;
+SELECT results_eq('SELECT * FROM searcher_invokers', $$VALUES ('dm_private.zz_pgtap_definer()')$$,
+                  'the searcher check catches an invoker function owned by the searcher');
+
+SELECT * FROM finish();
+ROLLBACK;
