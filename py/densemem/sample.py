@@ -54,6 +54,9 @@ def _turn(key: str, author: str, text: str, created_at: str, source: str, **extr
         "source": {"external_id": source, "kind": extra.pop("kind", "conversation")},
         "memory_type": extra.pop("memory_type", "conversation"),
     }
+    revision = extra.pop("revision", None)
+    if revision is not None:
+        item["source"]["revision"] = revision
     item.update(extra)
     return item
 
@@ -151,6 +154,16 @@ ACME = SampleTeam(
             memory_type="workflow",
         ),
         _turn(
+            "e11a",
+            "lena",
+            "Draft SLO: the recall p95 target is 50 ms end to end.",
+            "2026-09-20T14:00:00Z",
+            "doc:slo",
+            kind="document",
+            memory_type="semantic",
+            revision="draft",
+        ),
+        _turn(
             "e11",
             "lena",
             "The recall p95 target is 10 ms in the database for one million rows.",
@@ -159,6 +172,7 @@ ACME = SampleTeam(
             kind="document",
             memory_type="semantic",
             importance=0.9,
+            revision="final",
         ),
         _turn(
             "e12",
@@ -278,6 +292,65 @@ ACME = SampleTeam(
             "Mark moved from Dense-Mem to the billing team? No, he still leads Dense-Mem.",
             "2026-11-25T11:00:00Z",
             "slack:platform/2026-11-25",
+        ),
+        _turn(
+            "e26",
+            "priya",
+            "The LoCoMo dev run reached 0.8 recall at 10 with hybrid search and recency decay.",
+            "2026-11-05T10:00:00Z",
+            "slack:ranking/2026-11-05",
+            memory_type="episodic",
+        ),
+        _turn(
+            "e27",
+            "lena",
+            "Backups of the memory database run nightly at 01:00 UTC with pg_basebackup.",
+            "2026-10-06T09:00:00Z",
+            "doc:ops",
+            kind="document",
+            memory_type="semantic",
+        ),
+        _turn(
+            "e28",
+            "mark",
+            "Decision: API keys are stored hashed with SHA-256 and shown only once.",
+            "2026-10-09T15:00:00Z",
+            "doc:security",
+            kind="document",
+            memory_type="semantic",
+            importance=0.9,
+        ),
+        _turn(
+            "e29",
+            "priya",
+            "Last week I tuned the RRF constant; k=60 still wins on the dev questions.",
+            "2026-11-24T09:30:00Z",
+            "slack:ranking/2026-11-24",
+        ),
+        _turn(
+            "e30",
+            "lena",
+            "Commit 3f9a2c7e fixed the cross-team filter in the vector branch.",
+            "2026-11-19T13:00:00Z",
+            "slack:platform/2026-11-19",
+            memory_type="episodic",
+        ),
+        _turn(
+            "e31",
+            "mark",
+            "Mark's phone number is +1 555 0100; call him for production outages only.",
+            "2026-10-30T09:00:00Z",
+            "slack:dm/lena-mark",
+            labels={"pii": True},
+        ),
+        _turn(
+            "e32",
+            "priya",
+            "Initech's retention request is scheduled for the January release.",
+            "2026-11-27T10:00:00Z",
+            "ticket:ABC-150",
+            kind="ticket",
+            memory_type="workflow",
         ),
     ),
     entities=(
@@ -405,6 +478,22 @@ GLOBEX = SampleTeam(
             "doc:falcon-arch",
             kind="document",
             memory_type="semantic",
+        ),
+        _turn(
+            "g13",
+            "hank",
+            "Falcon alerts page Hank first, then Mark.",
+            "2026-11-22T09:00:00Z",
+            "chat:oncall/2026-11-22",
+            memory_type="workflow",
+        ),
+        _turn(
+            "g14",
+            "mark",
+            "Mark at Globex is Mark Chen, the Falcon tech lead.",
+            "2026-10-01T10:00:00Z",
+            "chat:falcon/2026-10-01",
+            memory_type="organizational",
         ),
     ),
     entities=(
