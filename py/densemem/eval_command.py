@@ -20,13 +20,16 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 
 from densemem import db
 from densemem.config import Settings
 from densemem.migrate import migrate
+
+if TYPE_CHECKING:
+    from densemem.eval.embedding import WorkerEmbedding
 
 
 def _ks(text: str) -> list[int]:
@@ -47,10 +50,14 @@ def _write_json(report: dict[str, Any], out: Path | None) -> None:
     print(f"wrote {out}", file=sys.stderr)
 
 
-def _connect(settings: Settings) -> psycopg.Connection[Any]:
+def _connect(settings: Settings) -> tuple[psycopg.Connection[Any], WorkerEmbedding]:
+    """An administrator connection to the migrated database, and the embedding path for it."""
+    from densemem.embeddings import provider_from_settings
+    from densemem.eval.embedding import WorkerEmbedding
+
     url = db.database_url(settings)
     migrate(url, settings.migrations_dir, settings.sql_dir)
-    return psycopg.connect(url, autocommit=True)
+    return psycopg.connect(url, autocommit=True), WorkerEmbedding(url, provider_from_settings(settings))
 
 
 def _extra_request(args: argparse.Namespace) -> dict[str, Any]:
@@ -77,15 +84,15 @@ def _finish(report: dict[str, Any], args: argparse.Namespace, columns: list[str]
 
 def _locomo(args: argparse.Namespace, settings: Settings) -> int:
     from densemem.eval import locomo, runner
-    from densemem.eval.embedding import LocalModelEmbedding
 
-    with _connect(settings) as conn:
+    conn, embedding = _connect(settings)
+    with conn:
         report = locomo.run(
             conn,
             args.path,
             ks=args.k,
             branches=runner.parse_branches(args.branches),
-            embedding=LocalModelEmbedding(),
+            embedding=embedding,
             extra_request=_extra_request(args),
             log=runner.to_stderr,
         )
@@ -101,17 +108,17 @@ def _locomo(args: argparse.Namespace, settings: Settings) -> int:
 
 def _scifact(args: argparse.Namespace, settings: Settings) -> int:
     from densemem.eval import runner, scifact
-    from densemem.eval.embedding import LocalModelEmbedding
 
     qrels = args.qrels if args.qrels is not None else args.path / "qrels" / "train.tsv"
-    with _connect(settings) as conn:
+    conn, embedding = _connect(settings)
+    with conn:
         report = scifact.run(
             conn,
             args.path,
             qrels,
             ks=args.k,
             branches=runner.parse_branches(args.branches),
-            embedding=LocalModelEmbedding(),
+            embedding=embedding,
             extra_request=_extra_request(args),
             log=runner.to_stderr,
         )
