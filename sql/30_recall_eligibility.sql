@@ -1,0 +1,433 @@
+-- Recall stage 1: the request, the ranking profile and eligibility.
+--
+-- recall_settings resolves which versioned ranking profile applies (a named
+-- one for evaluation, else the team's override, else the default) and merges
+-- the team's overrides over it. recall_request validates the request once and
+-- returns it normalised, so that every later stage reads typed values and no
+-- stage sees an unchecked field. recall_eligible_documents is the eligibility
+-- rule of seed 000 (plus the policy filter of seed 002 §8) as one set a DBA
+-- can query; the branches apply the same predicate inline so that the
+-- planner can combine it with their indexes.
+
+-- Deep merge of two JSON objects (the override wins, objects merge by key).
+CREATE OR REPLACE FUNCTION dm_private.jsonb_deep_merge(base jsonb, override jsonb)
+RETURNS jsonb
+LANGUAGE sql
+IMMUTABLE
+PARALLEL SAFE
+SET search_path = ''
+AS $$
+    SELECT CASE
+        WHEN override IS NULL THEN base
+        WHEN base IS NULL OR pg_catalog.jsonb_typeof(base) <> 'object'
+             OR pg_catalog.jsonb_typeof(override) <> 'object' THEN override
+        ELSE (
+            SELECT pg_catalog.jsonb_object_agg(
+                COALESCE(b.key, o.key),
+                CASE WHEN b.key IS NULL THEN o.value
+                     WHEN o.key IS NULL THEN b.value
+                     ELSE dm_private.jsonb_deep_merge(b.value, o.value) END)
+            FROM pg_catalog.jsonb_each(base) AS b (key, value)
+            FULL JOIN pg_catalog.jsonb_each(override) AS o (key, value) ON o.key = b.key)
+    END
+$$;
+COMMENT ON FUNCTION dm_private.jsonb_deep_merge(jsonb, jsonb) IS
+'Merges two JSON objects recursively; values of the second win. Used to lay a team''s ranking overrides over a profile.';
+REVOKE ALL ON FUNCTION dm_private.jsonb_deep_merge(jsonb, jsonb) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION dm_private.jsonb_deep_merge(jsonb, jsonb)
+TO densemem_app, densemem_analyst, densemem_operator, densemem_searcher;
+
+-- The settings a recall runs with: profile settings, the team's overrides,
+-- and the profile identity ("profile_name", "profile_version") and the
+-- active search-index profile ("index") so that telemetry and explain can
+-- name exactly what ranked the answer.
+CREATE OR REPLACE FUNCTION dm_private.recall_settings(team_id uuid, profile_name text DEFAULT NULL)
+RETURNS jsonb
+LANGUAGE plpgsql
+STABLE
+SET search_path = ''
+AS $$
+DECLARE
+    chosen record;
+    overrides jsonb := '{}';
+    index_profile record;
+BEGIN
+    IF profile_name IS NOT NULL THEN
+        SELECT rp.ranking_profile_id, rp.name, rp.version, rp.settings INTO chosen
+        FROM dm_private.ranking_profiles AS rp
+        WHERE rp.name = profile_name
+        ORDER BY rp.version DESC
+        LIMIT 1;
+        IF NOT FOUND THEN
+            RAISE EXCEPTION 'unknown ranking profile %', profile_name
+                USING ERRCODE = '22023', HINT = 'ranking_profile names a row of dm_private.ranking_profiles';
+        END IF;
+    ELSE
+        SELECT rp.ranking_profile_id, rp.name, rp.version, rp.settings, o.settings AS team_settings INTO chosen
+        FROM dm_private.team_ranking_overrides AS o
+        JOIN dm_private.ranking_profiles AS rp ON rp.ranking_profile_id = o.ranking_profile_id
+        WHERE o.team_id = recall_settings.team_id;
+        IF FOUND THEN
+            overrides := chosen.team_settings;
+        ELSE
+            SELECT rp.ranking_profile_id, rp.name, rp.version, rp.settings INTO chosen
+            FROM dm_private.ranking_profiles AS rp
+            WHERE rp.is_default;
+            IF NOT FOUND THEN
+                RAISE EXCEPTION 'no default ranking profile' USING ERRCODE = 'DM503';
+            END IF;
+        END IF;
+    END IF;
+    SELECT sip.version, sip.settings INTO index_profile
+    FROM dm_private.search_index_profiles AS sip
+    WHERE sip.is_active;
+    RETURN dm_private.jsonb_deep_merge(chosen.settings, overrides)
+        || pg_catalog.jsonb_build_object(
+            'profile_name', chosen.name,
+            'profile_version', chosen.version,
+            'index_version', index_profile.version,
+            'index', COALESCE(index_profile.settings, '{}'::jsonb));
+END
+$$;
+COMMENT ON FUNCTION dm_private.recall_settings(uuid, text) IS
+'The ranking settings of one recall: the named profile (latest version) or the team''s chosen profile with its overrides, or the default; plus profile_name, profile_version, index_version and index (the active search-index profile).';
+REVOKE ALL ON FUNCTION dm_private.recall_settings(uuid, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION dm_private.recall_settings(uuid, text)
+TO densemem_app, densemem_analyst, densemem_operator;
+
+-- Strict uuid list from a request field: an array of at most max_count
+-- strings, each a uuid (22P02 otherwise), duplicates removed.
+CREATE OR REPLACE FUNCTION dm_private.recall_uuid_list(request jsonb, field text, max_count integer)
+RETURNS uuid []
+LANGUAGE plpgsql
+IMMUTABLE
+SET search_path = ''
+AS $$
+DECLARE
+    value jsonb := request -> field;
+    result uuid [];
+BEGIN
+    IF value IS NULL OR value = 'null'::jsonb THEN
+        RETURN '{}'::uuid [];
+    END IF;
+    IF pg_catalog.jsonb_typeof(value) <> 'array' THEN
+        RAISE EXCEPTION '% must be an array of uuids', field USING ERRCODE = '22023';
+    END IF;
+    IF pg_catalog.jsonb_array_length(value) > max_count THEN
+        RAISE EXCEPTION '% holds % ids; at most % are allowed', field, pg_catalog.jsonb_array_length(value), max_count
+            USING ERRCODE = '22023', HINT = 'pass only the ids already in the caller''s context';
+    END IF;
+    IF EXISTS (SELECT 1 FROM pg_catalog.jsonb_array_elements(value) AS v (item)
+               WHERE pg_catalog.jsonb_typeof(v.item) <> 'string') THEN
+        RAISE EXCEPTION '% must be an array of uuid strings', field USING ERRCODE = '22023';
+    END IF;
+    BEGIN
+        SELECT COALESCE(pg_catalog.array_agg(DISTINCT v.item::uuid), '{}'::uuid [])
+        INTO result
+        FROM pg_catalog.jsonb_array_elements_text(value) AS v (item);
+    EXCEPTION WHEN invalid_text_representation THEN
+        RAISE EXCEPTION '% holds a malformed uuid', field USING ERRCODE = '22P02';
+    END;
+    RETURN result;
+END
+$$;
+COMMENT ON FUNCTION dm_private.recall_uuid_list(jsonb, text, integer) IS
+'Reads a request field holding at most max_count uuid strings; 22023 when too many or not an array, 22P02 on a malformed uuid.';
+REVOKE ALL ON FUNCTION dm_private.recall_uuid_list(jsonb, text, integer) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION dm_private.recall_uuid_list(jsonb, text, integer)
+TO densemem_app, densemem_analyst, densemem_operator;
+
+-- A timestamp request field: NULL when absent, 22007 when malformed.
+CREATE OR REPLACE FUNCTION dm_private.recall_timestamp(value jsonb, field text)
+RETURNS timestamptz
+LANGUAGE plpgsql
+STABLE
+SET search_path = ''
+AS $$
+BEGIN
+    IF value IS NULL OR value = 'null'::jsonb THEN
+        RETURN NULL;
+    END IF;
+    IF pg_catalog.jsonb_typeof(value) <> 'string' THEN
+        RAISE EXCEPTION '% must be an ISO 8601 timestamp string', field USING ERRCODE = '22007';
+    END IF;
+    BEGIN
+        RETURN (value #>> '{}')::timestamptz;
+    EXCEPTION WHEN invalid_datetime_format OR datetime_field_overflow THEN
+        RAISE EXCEPTION '% is not a valid timestamp: %', field, value #>> '{}' USING ERRCODE = '22007';
+    END;
+END
+$$;
+COMMENT ON FUNCTION dm_private.recall_timestamp(jsonb, text) IS
+'Reads one timestamp field of a recall request (NULL when absent); 22007 when malformed.';
+REVOKE ALL ON FUNCTION dm_private.recall_timestamp(jsonb, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION dm_private.recall_timestamp(jsonb, text)
+TO densemem_app, densemem_analyst, densemem_operator;
+
+-- A text-list request field (anchors, phrases, filter values): a string or
+-- an array of strings (anchors may be {"value", "required"} objects).
+CREATE OR REPLACE FUNCTION dm_private.recall_text_list(value jsonb, field text, max_count integer)
+RETURNS text []
+LANGUAGE plpgsql
+IMMUTABLE
+SET search_path = ''
+AS $$
+DECLARE
+    result text [];
+BEGIN
+    IF value IS NULL OR value = 'null'::jsonb THEN
+        RETURN NULL;
+    END IF;
+    IF pg_catalog.jsonb_typeof(value) = 'string' THEN
+        value := pg_catalog.jsonb_build_array(value);
+    END IF;
+    IF pg_catalog.jsonb_typeof(value) <> 'array' THEN
+        RAISE EXCEPTION '% must be a string or an array of strings', field USING ERRCODE = '22023';
+    END IF;
+    IF pg_catalog.jsonb_array_length(value) > max_count THEN
+        RAISE EXCEPTION '% holds more than % values', field, max_count USING ERRCODE = '22023';
+    END IF;
+    SELECT pg_catalog.array_agg(t.item ORDER BY t.ord)
+    INTO result
+    FROM (
+        SELECT v.ord,
+               CASE pg_catalog.jsonb_typeof(v.item)
+                   WHEN 'string' THEN v.item #>> '{}'
+                   WHEN 'object' THEN CASE WHEN COALESCE((v.item ->> 'required')::boolean, true)
+                                           THEN v.item ->> 'value' END
+               END AS item,
+               pg_catalog.jsonb_typeof(v.item) AS kind
+        FROM pg_catalog.jsonb_array_elements(value) WITH ORDINALITY AS v (item, ord)
+    ) AS t
+    WHERE t.kind IN ('string', 'object') AND t.item IS NOT NULL AND pg_catalog.btrim(t.item) <> '';
+    IF EXISTS (SELECT 1 FROM pg_catalog.jsonb_array_elements(value) AS v (item)
+               WHERE pg_catalog.jsonb_typeof(v.item) NOT IN ('string', 'object')) THEN
+        RAISE EXCEPTION '% must hold strings', field USING ERRCODE = '22023';
+    END IF;
+    IF EXISTS (SELECT 1 FROM pg_catalog.unnest(result) AS r (item) WHERE pg_catalog.length(r.item) > 500) THEN
+        RAISE EXCEPTION '% values are at most 500 characters', field USING ERRCODE = '22023';
+    END IF;
+    RETURN COALESCE(result, '{}'::text []);
+END
+$$;
+COMMENT ON FUNCTION dm_private.recall_text_list(jsonb, text, integer) IS
+'Reads a string or array-of-strings request field (anchor objects keep their value when required); 22023 on other shapes.';
+REVOKE ALL ON FUNCTION dm_private.recall_text_list(jsonb, text, integer) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION dm_private.recall_text_list(jsonb, text, integer)
+TO densemem_app, densemem_analyst, densemem_operator;
+
+-- Validates a recall request and returns it normalised (every field present,
+-- typed as text the later stages cast once). Errors are named: 22023 for a
+-- bad value or unknown key, 22P02 for a malformed uuid, 22007 for a bad
+-- timestamp, DM413 for an oversized query.
+CREATE OR REPLACE FUNCTION dm_private.recall_request(query text, request jsonb, settings jsonb)
+RETURNS jsonb
+LANGUAGE plpgsql
+STABLE
+SET search_path = ''
+AS $$
+DECLARE
+    req jsonb := COALESCE(request, '{}'::jsonb);
+    budgets jsonb := settings -> 'budgets';
+    max_query_bytes integer := COALESCE((budgets ->> 'max_query_bytes')::integer, 10000);
+    max_limit integer := COALESCE((budgets ->> 'max_limit')::integer, 50);
+    result_limit integer;
+    max_bytes integer;
+    filters jsonb;
+    window_from timestamptz;
+    window_to timestamptz;
+    intent text;
+    snapshot bigint;
+    clock timestamptz;
+BEGIN
+    IF query IS NULL THEN
+        RAISE EXCEPTION 'query is required' USING ERRCODE = '22023';
+    END IF;
+    IF pg_catalog.octet_length(query) > max_query_bytes THEN
+        RAISE EXCEPTION 'query is % bytes; at most % are accepted', pg_catalog.octet_length(query), max_query_bytes
+            USING ERRCODE = 'DM413', HINT = 'ask a focused question; recall is not a document upload';
+    END IF;
+    IF pg_catalog.jsonb_typeof(req) <> 'object' THEN
+        RAISE EXCEPTION 'request must be a JSON object' USING ERRCODE = '22023';
+    END IF;
+    PERFORM 1 FROM pg_catalog.jsonb_object_keys(req) AS k (key)
+    WHERE k.key <> ALL (ARRAY['limit', 'max_context_bytes', 'valid_at', 'known_at', 'now', 'filters',
+                              'known_evidence_ids', 'known_relationship_ids', 'expand_from_entity_ids',
+                              'include_hypotheses', 'anchors', 'phrases', 'time_window', 'temporal_intent',
+                              'usage_snapshot_id', 'ranking_profile']);
+    IF FOUND THEN
+        RAISE EXCEPTION 'unknown request field(s): %',
+            (SELECT pg_catalog.string_agg(k.key, ', ' ORDER BY k.key) FROM pg_catalog.jsonb_object_keys(req) AS k (key)
+             WHERE k.key <> ALL (ARRAY['limit', 'max_context_bytes', 'valid_at', 'known_at', 'now', 'filters',
+                                       'known_evidence_ids', 'known_relationship_ids', 'expand_from_entity_ids',
+                                       'include_hypotheses', 'anchors', 'phrases', 'time_window',
+                                       'temporal_intent', 'usage_snapshot_id', 'ranking_profile']))
+            USING ERRCODE = '22023';
+    END IF;
+
+    -- limit
+    IF req ? 'limit' AND req -> 'limit' <> 'null'::jsonb THEN
+        IF pg_catalog.jsonb_typeof(req -> 'limit') <> 'number' OR (req ->> 'limit') !~ '^[0-9]+$' THEN
+            RAISE EXCEPTION 'limit must be an integer from 1 to %', max_limit USING ERRCODE = '22023';
+        END IF;
+        IF pg_catalog.length(req ->> 'limit') > 9 OR (req ->> 'limit')::integer NOT BETWEEN 1 AND max_limit THEN
+            RAISE EXCEPTION 'limit must be from 1 to %, not %', max_limit, req ->> 'limit' USING ERRCODE = '22023';
+        END IF;
+        result_limit := (req ->> 'limit')::integer;
+    ELSE
+        result_limit := COALESCE((budgets ->> 'default_limit')::integer, 10);
+    END IF;
+
+    -- max_context_bytes
+    IF req ? 'max_context_bytes' AND req -> 'max_context_bytes' <> 'null'::jsonb THEN
+        IF pg_catalog.jsonb_typeof(req -> 'max_context_bytes') <> 'number'
+           OR (req ->> 'max_context_bytes') !~ '^[0-9]{1,9}$'
+           OR (req ->> 'max_context_bytes')::integer NOT BETWEEN 1 AND 1000000 THEN
+            RAISE EXCEPTION 'max_context_bytes must be an integer from 1 to 1000000' USING ERRCODE = '22023';
+        END IF;
+        max_bytes := (req ->> 'max_context_bytes')::integer;
+    ELSE
+        max_bytes := COALESCE((budgets ->> 'max_context_bytes')::integer, 16000);
+    END IF;
+
+    -- filters: only the four known keys
+    filters := COALESCE(NULLIF(req -> 'filters', 'null'::jsonb), '{}'::jsonb);
+    IF pg_catalog.jsonb_typeof(filters) <> 'object' THEN
+        RAISE EXCEPTION 'filters must be a JSON object' USING ERRCODE = '22023';
+    END IF;
+    PERFORM 1 FROM pg_catalog.jsonb_object_keys(filters) AS k (key)
+    WHERE k.key <> ALL (ARRAY['source_group', 'memory_type', 'created_after', 'created_before']);
+    IF FOUND THEN
+        RAISE EXCEPTION 'unknown filter key(s): %',
+            (SELECT pg_catalog.string_agg(k.key, ', ' ORDER BY k.key) FROM pg_catalog.jsonb_object_keys(filters) AS k (key)
+             WHERE k.key <> ALL (ARRAY['source_group', 'memory_type', 'created_after', 'created_before']))
+            USING ERRCODE = '22023',
+                  HINT = 'filters are source_group, memory_type, created_after and created_before';
+    END IF;
+    IF filters ? 'memory_type' AND EXISTS (
+        SELECT 1 FROM pg_catalog.unnest(dm_private.recall_text_list(filters -> 'memory_type', 'filters.memory_type', 10)) AS m (v)
+        WHERE m.v <> ALL (SELECT pg_catalog.unnest(pg_catalog.enum_range(NULL::dm_private.memory_type))::text)) THEN
+        RAISE EXCEPTION 'filters.memory_type must be conversation, workflow, episodic, semantic or organizational'
+            USING ERRCODE = '22023';
+    END IF;
+
+    -- time window and intent
+    IF req ? 'time_window' AND req -> 'time_window' <> 'null'::jsonb THEN
+        IF pg_catalog.jsonb_typeof(req -> 'time_window') <> 'object'
+           OR EXISTS (SELECT 1 FROM pg_catalog.jsonb_object_keys(req -> 'time_window') AS k (key)
+                      WHERE k.key NOT IN ('from', 'to')) THEN
+            RAISE EXCEPTION 'time_window must be {"from", "to"}' USING ERRCODE = '22023';
+        END IF;
+        window_from := dm_private.recall_timestamp(req #> '{time_window,from}', 'time_window.from');
+        window_to := dm_private.recall_timestamp(req #> '{time_window,to}', 'time_window.to');
+        IF window_from IS NOT NULL AND window_to IS NOT NULL AND window_from > window_to THEN
+            RAISE EXCEPTION 'time_window.from is after time_window.to' USING ERRCODE = '22023';
+        END IF;
+    END IF;
+    intent := NULLIF(req ->> 'temporal_intent', '');
+    IF intent IS NOT NULL AND intent NOT IN ('latest', 'earliest') THEN
+        RAISE EXCEPTION 'temporal_intent must be latest or earliest' USING ERRCODE = '22023';
+    END IF;
+
+    IF req ? 'usage_snapshot_id' AND req -> 'usage_snapshot_id' <> 'null'::jsonb THEN
+        IF pg_catalog.jsonb_typeof(req -> 'usage_snapshot_id') <> 'number'
+           OR (req ->> 'usage_snapshot_id') !~ '^[0-9]{1,18}$' THEN
+            RAISE EXCEPTION 'usage_snapshot_id must be a positive integer' USING ERRCODE = '22023';
+        END IF;
+        snapshot := (req ->> 'usage_snapshot_id')::bigint;
+    END IF;
+    IF req ? 'include_hypotheses' AND req -> 'include_hypotheses' <> 'null'::jsonb
+       AND pg_catalog.jsonb_typeof(req -> 'include_hypotheses') <> 'boolean' THEN
+        RAISE EXCEPTION 'include_hypotheses must be true or false' USING ERRCODE = '22023';
+    END IF;
+    clock := COALESCE(dm_private.recall_timestamp(req -> 'now', 'now'), pg_catalog.now());
+
+    RETURN pg_catalog.jsonb_build_object(
+        'limit', result_limit,
+        'max_context_bytes', max_bytes,
+        'now', clock,
+        'valid_at', COALESCE(dm_private.recall_timestamp(req -> 'valid_at', 'valid_at'), clock),
+        'known_at', COALESCE(dm_private.recall_timestamp(req -> 'known_at', 'known_at'), pg_catalog.now()),
+        'source_groups', COALESCE(pg_catalog.to_jsonb(dm_private.recall_text_list(filters -> 'source_group', 'filters.source_group', 50)), '[]'::jsonb),
+        'memory_types', COALESCE(pg_catalog.to_jsonb(dm_private.recall_text_list(filters -> 'memory_type', 'filters.memory_type', 10)), '[]'::jsonb),
+        'created_after', dm_private.recall_timestamp(filters -> 'created_after', 'filters.created_after'),
+        'created_before', dm_private.recall_timestamp(filters -> 'created_before', 'filters.created_before'),
+        'known_evidence_ids', pg_catalog.to_jsonb(dm_private.recall_uuid_list(req, 'known_evidence_ids', 200)),
+        'known_relationship_ids', pg_catalog.to_jsonb(dm_private.recall_uuid_list(req, 'known_relationship_ids', 200)),
+        'expand_from_entity_ids', pg_catalog.to_jsonb(dm_private.recall_uuid_list(req, 'expand_from_entity_ids', 50)),
+        'include_hypotheses', COALESCE((req ->> 'include_hypotheses')::boolean, false),
+        'anchors', COALESCE(pg_catalog.to_jsonb(dm_private.recall_text_list(req -> 'anchors', 'anchors', 20)), '[]'::jsonb),
+        'phrases', COALESCE(pg_catalog.to_jsonb(dm_private.recall_text_list(req -> 'phrases', 'phrases', 20)), '[]'::jsonb),
+        'window_from', window_from,
+        'window_to', window_to,
+        'has_window', req ? 'time_window' AND req -> 'time_window' <> 'null'::jsonb,
+        'temporal_intent', intent,
+        'usage_snapshot_id', snapshot,
+        'ranking_profile', req ->> 'ranking_profile',
+        'scopes', pg_catalog.to_jsonb(dm_private.authenticated_scopes()));
+END
+$$;
+COMMENT ON FUNCTION dm_private.recall_request(text, jsonb, jsonb) IS
+'Validates a recall request against the ranking settings and returns it normalised (limit, budget, clock, times, filters, known ids, anchors, phrases, window, intent, snapshot, scopes). 22023 / 22P02 / 22007 / DM413 on bad input.';
+REVOKE ALL ON FUNCTION dm_private.recall_request(text, jsonb, jsonb) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION dm_private.recall_request(text, jsonb, jsonb)
+TO densemem_app, densemem_analyst, densemem_operator;
+
+-- The eligible evidence documents of a team for a normalised request: the
+-- rule every branch applies inline. Runs as the searcher (no RLS, explicit
+-- team predicate checked by require_team) so that a DBA can count and
+-- EXPLAIN it the same way the branches run; the exact vector oracle and the
+-- tests compare branch output with it.
+CREATE OR REPLACE FUNCTION dm_private.recall_eligible_documents(team_id uuid, req jsonb)
+RETURNS TABLE (document_id uuid, evidence_id uuid)
+LANGUAGE plpgsql
+STABLE
+SECURITY DEFINER
+SET search_path = ''
+AS $$
+DECLARE
+    team constant uuid := dm_private.require_team(recall_eligible_documents.team_id);
+    valid_at timestamptz := (req ->> 'valid_at')::timestamptz;
+    known_at timestamptz := (req ->> 'known_at')::timestamptz;
+    scopes text [] := dm_private.authenticated_scopes();
+    source_groups text [] := ARRAY(SELECT pg_catalog.jsonb_array_elements_text(req -> 'source_groups'));
+    memory_types text [] := ARRAY(SELECT pg_catalog.jsonb_array_elements_text(req -> 'memory_types'));
+    created_after timestamptz := (req ->> 'created_after')::timestamptz;
+    created_before timestamptz := (req ->> 'created_before')::timestamptz;
+    has_window boolean := COALESCE((req ->> 'has_window')::boolean, false);
+    window_from timestamptz := (req ->> 'window_from')::timestamptz;
+    window_to timestamptz := (req ->> 'window_to')::timestamptz;
+    known_ids uuid [] := ARRAY(SELECT pg_catalog.jsonb_array_elements_text(req -> 'known_evidence_ids')::uuid);
+    disabled uuid [] := ARRAY(SELECT p.profile_id FROM dm_private.profiles AS p
+                              WHERE p.team_id = team AND p.state <> 'active');
+BEGIN
+    IF pg_catalog.cardinality(source_groups) = 0 THEN source_groups := NULL; END IF;
+    IF pg_catalog.cardinality(memory_types) = 0 THEN memory_types := NULL; END IF;
+    RETURN QUERY
+        SELECT d.document_id, d.subject_id
+        FROM dm_private.search_documents AS d
+        WHERE d.team_id = team
+          AND d.subject_kind = 'evidence'
+          AND d.is_recallable
+          AND d.owner_profile_id <> ALL (disabled)
+          AND (d.valid_from IS NULL OR d.valid_from <= valid_at)
+          AND (d.valid_to IS NULL OR d.valid_to > valid_at)
+          AND (d.known_from IS NULL OR d.known_from <= known_at)
+          AND (d.known_to IS NULL OR d.known_to > known_at)
+          AND d.policy_labels <@ scopes
+          AND (source_groups IS NULL OR d.source_group = ANY (source_groups))
+          AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
+          AND (created_after IS NULL OR d.source_created_at >= created_after)
+          AND (created_before IS NULL OR d.source_created_at < created_before)
+          AND (NOT has_window OR (d.source_created_at IS NOT NULL
+                                  AND (window_from IS NULL OR d.source_created_at >= window_from)
+                                  AND (window_to IS NULL OR d.source_created_at <= window_to)))
+          AND d.subject_id <> ALL (known_ids);
+END
+$$;
+COMMENT ON FUNCTION dm_private.recall_eligible_documents(uuid, jsonb) IS
+'Eligibility (seed 000) and policy filter (seed 002 §8) for a normalised request: current recallable evidence of active owners, current for valid_at / known_at, labels covered by the principal''s scopes, request filters and time window (no created_at never matches a window), caller-known ids excluded.';
+ALTER FUNCTION dm_private.recall_eligible_documents(uuid, jsonb) OWNER TO densemem_searcher;
+REVOKE ALL ON FUNCTION dm_private.recall_eligible_documents(uuid, jsonb) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION dm_private.recall_eligible_documents(uuid, jsonb)
+TO densemem_app, densemem_analyst, densemem_operator;

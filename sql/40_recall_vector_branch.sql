@@ -1,0 +1,286 @@
+-- Recall stage 2b: the vector branch.
+--
+-- Cosine distance on halfvec, over vectors of the active embedding contract
+-- whose document_version and source_version equal the document's (a stale
+-- vector never ranks). The access path is chosen by team size, so that the
+-- branch returns what the exact oracle returns:
+--
+--   exact         a team without its own index: the team's vectors are read
+--                 through the (team_id, ...) primary key and sorted exactly.
+--                 Correct for every team; fast while the team is small.
+--   hnsw_partial  a team registered in dm_private.team_vector_indexes has a
+--                 partial HNSW index WHERE team_id = <team> AND contract_id =
+--                 <contract> (dm.refresh_vector_indexes builds them). The
+--                 query is built with those literals so the planner can match
+--                 the partial predicate; iterative scans (relaxed order, then
+--                 an exact re-sort) keep pulling when eligibility filters
+--                 rows out. A shared HNSW index over all teams is avoided on
+--                 purpose: filtering after the scan starves small teams.
+--
+-- Planner settings are attached to the function (SET clauses), never SET
+-- LOCAL: they hold inside the call and are restored after it, with or
+-- without an explicit transaction or a transaction-mode pooler.
+
+-- Loads pgvector's library so that the hnsw.* settings below are known.
+SELECT '[1]'::public.vector IS NOT NULL AS vector_loaded;
+
+-- The access path the vector branch takes for a team and the active contract.
+CREATE OR REPLACE FUNCTION dm_private.recall_vector_access_path(team_id uuid)
+RETURNS TABLE (access_path text, index_name name, contract_id integer, dimensions integer)
+LANGUAGE plpgsql
+STABLE
+SECURITY DEFINER
+SET search_path = ''
+AS $$
+DECLARE
+    team constant uuid := dm_private.require_team(recall_vector_access_path.team_id);
+BEGIN
+    RETURN QUERY
+        SELECT CASE WHEN tvi.index_name IS NULL THEN 'exact' ELSE 'hnsw_partial' END,
+               tvi.index_name, c.contract_id, c.dimensions
+        FROM dm_private.embedding_contracts AS c
+        LEFT JOIN dm_private.team_vector_indexes AS tvi
+            ON tvi.team_id = team AND tvi.contract_id = c.contract_id
+        WHERE c.is_active;
+END
+$$;
+COMMENT ON FUNCTION dm_private.recall_vector_access_path(uuid) IS
+'How the vector branch reaches this team''s vectors: exact (no own index) or hnsw_partial (the team''s partial HNSW index), with the active contract and its dimensions. No row when no contract is active.';
+ALTER FUNCTION dm_private.recall_vector_access_path(uuid) OWNER TO densemem_searcher;
+REVOKE ALL ON FUNCTION dm_private.recall_vector_access_path(uuid) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION dm_private.recall_vector_access_path(uuid)
+TO densemem_app, densemem_analyst, densemem_operator;
+
+-- The SQL text of the vector branch for one access path. Exposed so that a
+-- DBA (and the EXPLAIN tests) can see and EXPLAIN exactly what runs.
+-- Parameters: $1 query halfvec, $2 candidate cap, $3 valid_at, $4 known_at,
+-- $5 scopes, $6 source groups (NULL: any), $7 memory types (NULL: any),
+-- $8 created_after, $9 created_before, $10 has_window, $11 window_from,
+-- $12 window_to, $13 known evidence ids, $14 disabled owner profiles,
+-- $15 exact prefix (the nearest $15 vectors are checked first; NULL: all).
+CREATE OR REPLACE FUNCTION dm_private.recall_vector_sql(team_id uuid, contract_id integer, dimensions integer,
+    access_path text)
+RETURNS text
+LANGUAGE plpgsql
+IMMUTABLE
+SET search_path = ''
+AS $$
+DECLARE
+    distance_expr text;
+    eligibility constant text := $elig$
+          AND d.subject_kind = 'evidence'
+          AND d.is_recallable
+          AND d.owner_profile_id <> ALL ($14)
+          AND (d.valid_from IS NULL OR d.valid_from <= $3)
+          AND (d.valid_to IS NULL OR d.valid_to > $3)
+          AND (d.known_from IS NULL OR d.known_from <= $4)
+          AND (d.known_to IS NULL OR d.known_to > $4)
+          AND d.policy_labels <@ $5
+          AND ($6 IS NULL OR d.source_group = ANY ($6))
+          AND ($7 IS NULL OR d.memory_type::text = ANY ($7))
+          AND ($8 IS NULL OR d.source_created_at >= $8)
+          AND ($9 IS NULL OR d.source_created_at < $9)
+          AND (NOT $10 OR (d.source_created_at IS NOT NULL
+                           AND ($11 IS NULL OR d.source_created_at >= $11)
+                           AND ($12 IS NULL OR d.source_created_at <= $12)))
+          AND d.subject_id <> ALL ($13)
+    $elig$;
+BEGIN
+    IF access_path = 'hnsw_partial' THEN
+        distance_expr := pg_catalog.format('((e.embedding)::public.halfvec(%s) OPERATOR(public.<=>) $1)', dimensions);
+        -- relaxed_order returns approximately ordered rows: take them in a
+        -- materialised CTE, then sort exactly. The iterative scan keeps
+        -- pulling index rows while the join and eligibility filter them out.
+        RETURN pg_catalog.format($sql$
+    WITH nearest AS MATERIALIZED (
+        SELECT d.document_id, d.subject_id, %1$s AS distance
+        FROM dm_private.document_embeddings AS e
+        JOIN dm_private.search_documents AS d ON d.team_id = e.team_id AND d.document_id = e.document_id
+        WHERE e.team_id = %2$L::uuid AND e.contract_id = %3$s AND d.team_id = %2$L::uuid
+          AND d.document_version = e.document_version
+          AND d.source_version = e.source_version
+          %4$s
+        ORDER BY %1$s
+        LIMIT $2)
+    SELECT 'vector'::text AS branch, n.document_id, n.subject_id AS evidence_id,
+           (pg_catalog.row_number() OVER (ORDER BY n.distance, n.subject_id))::integer AS branch_rank,
+           n.distance::double precision AS branch_score
+    FROM nearest AS n
+    ORDER BY n.distance, n.subject_id$sql$, distance_expr, team_id, contract_id, eligibility);
+    END IF;
+    -- Exact: the team's nearest $15 vectors by distance alone (one range of
+    -- the primary key), then the version match and eligibility on those.
+    -- When that leaves fewer than $2, the caller runs it again with $15 NULL
+    -- (every vector of the team), so the result is always the exact top $2.
+    RETURN pg_catalog.format($sql$
+    WITH nearest AS MATERIALIZED (
+        SELECT e.document_id, e.document_version, e.source_version, e.embedding OPERATOR(public.<=>) $1 AS distance
+        FROM dm_private.document_embeddings AS e
+        WHERE e.team_id = %1$L::uuid AND e.contract_id = %2$s
+        ORDER BY distance
+        LIMIT $15),
+    scored AS (
+        SELECT d.document_id, d.subject_id, n.distance
+        FROM nearest AS n
+        JOIN dm_private.search_documents AS d ON d.team_id = %1$L::uuid AND d.document_id = n.document_id
+        WHERE d.document_version = n.document_version
+          AND d.source_version = n.source_version
+          %3$s
+        ORDER BY n.distance, d.subject_id
+        LIMIT $2)
+    SELECT 'vector'::text AS branch, s.document_id, s.subject_id AS evidence_id,
+           (pg_catalog.row_number() OVER (ORDER BY s.distance, s.subject_id))::integer AS branch_rank,
+           s.distance::double precision AS branch_score
+    FROM scored AS s
+    ORDER BY s.distance, s.subject_id$sql$, team_id, contract_id, eligibility);
+END
+$$;
+COMMENT ON FUNCTION dm_private.recall_vector_sql(uuid, integer, integer, text) IS
+'The vector branch query for one team, contract and access path (exact or hnsw_partial), with the eligibility and version-match predicates. Parameters: $1 query halfvec, $2 cap, $3..$14 the typed eligibility values, $15 the exact prefix.';
+REVOKE ALL ON FUNCTION dm_private.recall_vector_sql(uuid, integer, integer, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION dm_private.recall_vector_sql(uuid, integer, integer, text)
+TO densemem_app, densemem_analyst, densemem_operator, densemem_searcher;
+
+-- Vector candidates of one team: nearest eligible evidence by cosine
+-- distance, top candidates.vector, one row per evidence. force_path 'exact'
+-- is the exact oracle the benchmark and tests compare against. Raises DM503
+-- when no contract is active or the query vector has the wrong dimensions
+-- (recall_memory turns that into a recorded degradation when the branch is
+-- optional).
+CREATE OR REPLACE FUNCTION dm_private.recall_vector_candidates(team_id uuid, query_embedding public.vector, req jsonb,
+    settings jsonb, force_path text DEFAULT NULL)
+RETURNS SETOF dm_private.recall_branch_hit
+LANGUAGE plpgsql
+STABLE
+SECURITY DEFINER
+SET search_path = ''
+SET hnsw.ef_search = 200
+SET hnsw.iterative_scan = 'relaxed_order'
+SET hnsw.max_scan_tuples = 20000
+AS $$
+DECLARE
+    team constant uuid := dm_private.require_team(recall_vector_candidates.team_id);
+    cap integer := COALESCE((settings #>> '{candidates,vector}')::integer, 100);
+    chosen record;
+    path text;
+    statement text;
+    q public.halfvec;
+    hits dm_private.recall_branch_hit [];
+    source_groups text [] := ARRAY(SELECT pg_catalog.jsonb_array_elements_text(req -> 'source_groups'));
+    memory_types text [] := ARRAY(SELECT pg_catalog.jsonb_array_elements_text(req -> 'memory_types'));
+    known_ids uuid [] := ARRAY(SELECT pg_catalog.jsonb_array_elements_text(req -> 'known_evidence_ids')::uuid);
+    disabled uuid [] := ARRAY(SELECT p.profile_id FROM dm_private.profiles AS p
+                              WHERE p.team_id = team AND p.state <> 'active');
+BEGIN
+    IF force_path IS NOT NULL AND force_path NOT IN ('exact', 'hnsw_partial') THEN
+        RAISE EXCEPTION 'force_path must be exact or hnsw_partial' USING ERRCODE = '22023';
+    END IF;
+    SELECT * INTO chosen FROM dm_private.recall_vector_access_path(team) AS a;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'no active embedding contract' USING ERRCODE = 'DM503';
+    END IF;
+    IF query_embedding IS NULL THEN
+        RAISE EXCEPTION 'no query embedding' USING ERRCODE = 'DM503';
+    END IF;
+    IF public.vector_dims(query_embedding) <> chosen.dimensions THEN
+        RAISE EXCEPTION 'query embedding has % dimensions; the active contract has %',
+            public.vector_dims(query_embedding), chosen.dimensions
+            USING ERRCODE = 'DM503', HINT = 'embed the query with the active embedding contract';
+    END IF;
+    path := COALESCE(force_path, chosen.access_path);
+    IF path = 'hnsw_partial' AND chosen.index_name IS NULL THEN
+        RAISE EXCEPTION 'this team has no partial HNSW index' USING ERRCODE = '22023';
+    END IF;
+    IF pg_catalog.cardinality(source_groups) = 0 THEN source_groups := NULL; END IF;
+    IF pg_catalog.cardinality(memory_types) = 0 THEN memory_types := NULL; END IF;
+    PERFORM pg_catalog.set_config('hnsw.ef_search',
+        GREATEST(COALESCE((settings #>> '{index,hnsw,ef_search}')::integer, 200), cap)::text, true);
+    PERFORM pg_catalog.set_config('hnsw.max_scan_tuples',
+        COALESCE((settings #>> '{index,hnsw,max_scan_tuples}')::integer, 20000)::text, true);
+    statement := dm_private.recall_vector_sql(team, chosen.contract_id, chosen.dimensions, path);
+    q := query_embedding::public.halfvec;
+    EXECUTE 'SELECT pg_catalog.array_agg(ROW(h.branch, h.document_id, h.evidence_id, h.branch_rank, h.branch_score)'
+            '::dm_private.recall_branch_hit ORDER BY h.branch_rank) FROM (' || statement || ') AS h'
+        INTO hits
+        USING q, cap, (req ->> 'valid_at')::timestamptz, (req ->> 'known_at')::timestamptz,
+              dm_private.authenticated_scopes(), source_groups, memory_types,
+              (req ->> 'created_after')::timestamptz, (req ->> 'created_before')::timestamptz,
+              COALESCE((req ->> 'has_window')::boolean, false),
+              (req ->> 'window_from')::timestamptz, (req ->> 'window_to')::timestamptz,
+              known_ids, disabled, cap * 4;
+    IF path = 'exact' AND COALESCE(pg_catalog.cardinality(hits), 0) < cap THEN
+        EXECUTE 'SELECT pg_catalog.array_agg(ROW(h.branch, h.document_id, h.evidence_id, h.branch_rank, h.branch_score)'
+            '::dm_private.recall_branch_hit ORDER BY h.branch_rank) FROM (' || statement || ') AS h'
+            INTO hits
+            USING q, cap, (req ->> 'valid_at')::timestamptz, (req ->> 'known_at')::timestamptz,
+                  dm_private.authenticated_scopes(), source_groups, memory_types,
+                  (req ->> 'created_after')::timestamptz, (req ->> 'created_before')::timestamptz,
+                  COALESCE((req ->> 'has_window')::boolean, false),
+                  (req ->> 'window_from')::timestamptz, (req ->> 'window_to')::timestamptz,
+                  known_ids, disabled, NULL::bigint;
+    END IF;
+    RETURN QUERY SELECT h.* FROM pg_catalog.unnest(COALESCE(hits, '{}')) AS h;
+END
+$$;
+COMMENT ON FUNCTION dm_private.recall_vector_candidates(uuid, public.vector, jsonb, jsonb, text) IS
+'Vector branch: nearest eligible evidence by cosine distance over version-matched vectors of the active contract; exact scan or the team''s partial HNSW index (iterative scan). force_path => ''exact'' is the oracle. DM503 when no contract is active or dimensions differ. Runs as densemem_searcher.';
+ALTER FUNCTION dm_private.recall_vector_candidates(uuid, public.vector, jsonb, jsonb, text) OWNER TO densemem_searcher;
+REVOKE ALL ON FUNCTION dm_private.recall_vector_candidates(uuid, public.vector, jsonb, jsonb, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION dm_private.recall_vector_candidates(uuid, public.vector, jsonb, jsonb, text)
+TO densemem_app, densemem_analyst, densemem_operator;
+
+-- Administrator: gives every team with at least partial_index_min_rows
+-- vectors of the active contract its own partial HNSW index, and registers
+-- it so the vector branch switches to it. Run after bulk loads or
+-- periodically (`densemem bench recall` runs it); it never drops an index.
+CREATE OR REPLACE FUNCTION dm.refresh_vector_indexes(min_rows integer DEFAULT NULL)
+RETURNS TABLE (team_id uuid, index_name name, vector_count bigint)
+LANGUAGE plpgsql
+VOLATILE
+SET search_path = ''
+AS $$
+DECLARE
+    contract record;
+    profile record;
+    threshold integer;
+    candidate record;
+    new_name name;
+BEGIN
+    SELECT c.contract_id, c.dimensions INTO contract FROM dm_private.embedding_contracts AS c WHERE c.is_active;
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    SELECT sip.version, sip.settings INTO profile FROM dm_private.search_index_profiles AS sip WHERE sip.is_active;
+    threshold := COALESCE(min_rows, (profile.settings ->> 'partial_index_min_rows')::integer, 10000);
+    FOR candidate IN
+        SELECT e.team_id AS team, pg_catalog.count(*) AS n
+        FROM dm_private.document_embeddings AS e
+        WHERE e.contract_id = contract.contract_id
+        GROUP BY e.team_id
+        HAVING pg_catalog.count(*) >= threshold
+        ORDER BY e.team_id
+    LOOP
+        CONTINUE WHEN EXISTS (SELECT 1 FROM dm_private.team_vector_indexes AS t
+                              WHERE t.team_id = candidate.team AND t.contract_id = contract.contract_id);
+        new_name := 'dm_vec_' || pg_catalog.replace(candidate.team::text, '-', '') || '_c' || contract.contract_id;
+        EXECUTE pg_catalog.format(
+            'CREATE INDEX IF NOT EXISTS %I ON dm_private.document_embeddings '
+            'USING hnsw (((embedding)::public.halfvec(%s)) public.halfvec_cosine_ops) '
+            'WITH (m = %s, ef_construction = %s) WHERE team_id = %L::uuid AND contract_id = %s',
+            new_name, contract.dimensions,
+            COALESCE((profile.settings #>> '{hnsw,m}')::integer, 16),
+            COALESCE((profile.settings #>> '{hnsw,ef_construction}')::integer, 64),
+            candidate.team, contract.contract_id);
+        INSERT INTO dm_private.team_vector_indexes
+            (team_id, contract_id, index_name, dimensions, search_index_profile_version, vector_count)
+        VALUES (candidate.team, contract.contract_id, new_name, contract.dimensions, profile.version, candidate.n);
+        team_id := candidate.team;
+        index_name := new_name;
+        vector_count := candidate.n;
+        RETURN NEXT;
+    END LOOP;
+END
+$$;
+COMMENT ON FUNCTION dm.refresh_vector_indexes(integer) IS
+'Administrator: builds a partial HNSW index (halfvec cosine) for every team with at least min_rows (default: the search-index profile''s partial_index_min_rows) vectors of the active contract and registers it for the vector branch. Returns the indexes it built.';
+REVOKE ALL ON FUNCTION dm.refresh_vector_indexes(integer) FROM PUBLIC;

@@ -1,0 +1,167 @@
+-- Recall stage 5: duplicate collapsing and MMR (seed 002 §7).
+--
+-- The pool is the top mmr.pool candidates by composite score. Similarity of
+-- two candidates is the cosine similarity of their stored vectors (current
+-- versions of the active contract) when both have one, else trigram
+-- similarity of the first 500 characters of their texts. First, exact
+-- duplicates (same normalised text) and near duplicates (similarity at or
+-- above mmr.duplicate_similarity) collapse into the better-scored one. Then
+-- greedy MMR picks, at each step, the candidate maximising
+--     lambda * score / best_score - (1 - lambda) * max similarity to picked,
+-- ties to the better composite rank, until `want` are picked; the rest of
+-- the pool follows in score order (for the budget and for explain).
+
+-- Pairwise similarity of a pool of documents, as a flattened n x n matrix in
+-- the order given. Runs as the searcher: reads vectors and texts of
+-- candidates already chosen by the branches, inside the team.
+CREATE OR REPLACE FUNCTION dm_private.recall_similarity_matrix(team_id uuid, document_ids uuid [])
+RETURNS double precision []
+LANGUAGE plpgsql
+STABLE
+SECURITY DEFINER
+SET search_path = ''
+AS $$
+DECLARE
+    team constant uuid := dm_private.require_team(recall_similarity_matrix.team_id);
+    n integer := COALESCE(pg_catalog.cardinality(document_ids), 0);
+    matrix double precision [];
+BEGIN
+    IF n = 0 THEN
+        RETURN '{}';
+    END IF;
+    WITH pool AS (
+        SELECT p.document_id, p.ord::integer AS ord, pg_catalog.left(d.body, 500) AS head, e.embedding
+        FROM pg_catalog.unnest(document_ids) WITH ORDINALITY AS p (document_id, ord)
+        LEFT JOIN dm_private.search_documents AS d ON d.team_id = team AND d.document_id = p.document_id
+        LEFT JOIN dm_private.embedding_contracts AS c ON c.is_active
+        LEFT JOIN dm_private.document_embeddings AS e
+            ON e.team_id = team AND e.document_id = d.document_id AND e.contract_id = c.contract_id
+           AND e.document_version = d.document_version AND e.source_version = d.source_version
+    ),
+    pairs AS (
+        SELECT a.ord AS i, b.ord AS j,
+               COALESCE(CASE WHEN a.embedding IS NOT NULL AND b.embedding IS NOT NULL
+                             THEN 1.0 - (a.embedding OPERATOR(public.<=>) b.embedding)
+                             ELSE public.similarity(a.head, b.head) END, 0)::double precision AS sim
+        FROM pool AS a
+        JOIN pool AS b ON a.ord < b.ord
+    ),
+    full_matrix AS (
+        SELECT p.i, p.j, p.sim FROM pairs AS p
+        UNION ALL
+        SELECT p.j, p.i, p.sim FROM pairs AS p
+        UNION ALL
+        SELECT o.ord, o.ord, 1.0::double precision FROM pool AS o
+    )
+    SELECT pg_catalog.array_agg(m.sim ORDER BY m.i, m.j) INTO matrix FROM full_matrix AS m;
+    RETURN matrix;
+END
+$$;
+COMMENT ON FUNCTION dm_private.recall_similarity_matrix(uuid, uuid []) IS
+'Pairwise similarity (flattened n x n, order as given) of candidate documents: cosine similarity of current vectors of the active contract, else trigram similarity of the first 500 characters. Runs as densemem_searcher.';
+ALTER FUNCTION dm_private.recall_similarity_matrix(uuid, uuid []) OWNER TO densemem_searcher;
+REVOKE ALL ON FUNCTION dm_private.recall_similarity_matrix(uuid, uuid []) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION dm_private.recall_similarity_matrix(uuid, uuid [])
+TO densemem_app, densemem_analyst, densemem_operator;
+
+-- Greedy MMR over the scored candidates (ordered by score). Returns every
+-- pool candidate once: the picked ones in MMR order (mmr_rank 1..), then the
+-- rest by score; collapsed duplicates are returned with collapsed_into set
+-- and no rank.
+CREATE OR REPLACE FUNCTION dm_private.recall_mmr(team_id uuid, scored dm_private.recall_scored [], settings jsonb,
+    want integer)
+RETURNS TABLE (evidence_id uuid, document_id uuid, mmr_rank integer, mmr_value double precision,
+    max_similarity double precision, collapsed_into uuid)
+LANGUAGE plpgsql
+STABLE
+SET search_path = ''
+AS $$
+DECLARE
+    lambda double precision := COALESCE((settings #>> '{mmr,lambda}')::double precision, 0.7);
+    duplicate_at double precision := COALESCE((settings #>> '{mmr,duplicate_similarity}')::double precision, 0.97);
+    pool_size integer := COALESCE((settings #>> '{mmr,pool}')::integer, 30);
+    pool dm_private.recall_scored [];
+    n integer;
+    sim double precision [];
+    best_score double precision;
+    alive boolean [];
+    picked boolean [];
+    collapsed uuid [];
+    max_sim double precision [];
+    rank_of integer [];
+    value_of double precision [];
+    picked_count integer := 0;
+    i integer;
+    j integer;
+    best integer;
+    best_value double precision;
+    candidate_value double precision;
+BEGIN
+    pool := scored[1:pool_size];
+    n := COALESCE(pg_catalog.cardinality(pool), 0);
+    IF n = 0 THEN
+        RETURN;
+    END IF;
+    sim := dm_private.recall_similarity_matrix(
+        recall_mmr.team_id, ARRAY(SELECT p.document_id FROM pg_catalog.unnest(pool) AS p));
+    best_score := GREATEST(pool[1].score, 1e-9);
+    alive := pg_catalog.array_fill(true, ARRAY[n]);
+    picked := pg_catalog.array_fill(false, ARRAY[n]);
+    collapsed := pg_catalog.array_fill(NULL::uuid, ARRAY[n]);
+    max_sim := pg_catalog.array_fill(0::double precision, ARRAY[n]);
+    rank_of := pg_catalog.array_fill(NULL::integer, ARRAY[n]);
+    value_of := pg_catalog.array_fill(NULL::double precision, ARRAY[n]);
+
+    -- collapse exact and near duplicates into the better-scored candidate
+    FOR i IN 2..n LOOP
+        FOR j IN 1..i - 1 LOOP
+            IF alive[j] AND (pool[i].body_key = pool[j].body_key OR sim[(i - 1) * n + j] >= duplicate_at) THEN
+                alive[i] := false;
+                collapsed[i] := pool[j].evidence_id;
+                EXIT;
+            END IF;
+        END LOOP;
+    END LOOP;
+
+    -- greedy MMR
+    WHILE picked_count < LEAST(want, n) LOOP
+        best := NULL;
+        FOR i IN 1..n LOOP
+            CONTINUE WHEN NOT alive[i] OR picked[i];
+            candidate_value := lambda * pool[i].score / best_score - (1 - lambda) * max_sim[i];
+            IF best IS NULL OR candidate_value > best_value THEN
+                best := i;
+                best_value := candidate_value;
+            END IF;
+        END LOOP;
+        EXIT WHEN best IS NULL;
+        picked[best] := true;
+        picked_count := picked_count + 1;
+        rank_of[best] := picked_count;
+        value_of[best] := best_value;
+        FOR i IN 1..n LOOP
+            IF alive[i] AND NOT picked[i] AND sim[(i - 1) * n + best] > max_sim[i] THEN
+                max_sim[i] := sim[(i - 1) * n + best];
+            END IF;
+        END LOOP;
+    END LOOP;
+    -- the rest of the pool, by score
+    FOR i IN 1..n LOOP
+        IF alive[i] AND NOT picked[i] THEN
+            picked_count := picked_count + 1;
+            rank_of[i] := picked_count;
+        END IF;
+    END LOOP;
+
+    RETURN QUERY
+        SELECT p.evidence_id, p.document_id, rank_of[p.ordinality::integer], value_of[p.ordinality::integer],
+               max_sim[p.ordinality::integer], collapsed[p.ordinality::integer]
+        FROM pg_catalog.unnest(pool) WITH ORDINALITY AS p
+        ORDER BY rank_of[p.ordinality::integer] NULLS LAST, p.ordinality;
+END
+$$;
+COMMENT ON FUNCTION dm_private.recall_mmr(uuid, dm_private.recall_scored [], jsonb, integer) IS
+'Collapses exact and near duplicates, then orders the top mmr.pool candidates by greedy MMR (lambda from the profile) for `want` picks, the rest by score; similarity from stored vectors, else text.';
+REVOKE ALL ON FUNCTION dm_private.recall_mmr(uuid, dm_private.recall_scored [], jsonb, integer) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION dm_private.recall_mmr(uuid, dm_private.recall_scored [], jsonb, integer)
+TO densemem_app, densemem_analyst, densemem_operator;

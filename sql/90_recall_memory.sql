@@ -1,0 +1,397 @@
+-- Composition: dm.recall_memory and dm.explain_recall.
+--
+-- One call, one round trip: validate, resolve the profile, parse (when the
+-- parser exists), run the branches, fuse, rerank, MMR, hydrate under RLS,
+-- budget, discover (when discovery exists), write telemetry. Both public
+-- functions run the same dm_private.recall_run, so explain's order is
+-- recall's order by construction (and a test checks it).
+--
+-- Degradation contract (seed 000), driven by the profile's
+-- required_branches / optional_branches:
+--   auth or team invalid                 reject (28000 / 42501, require_team)
+--   required query embedding missing     DM503
+--   optional vector branch missing/fails omitted; 'vector' in degraded_branches
+--   required full-text branch fails      its error propagates
+--   optional discovery / hypotheses fail omitted; 'discovery' recorded
+--   query parser fails                   request fields only; 'parse' recorded
+
+-- The query parser, when the query-understanding stage is installed; NULL
+-- otherwise. Called through to_regprocedure + EXECUTE so recall works with
+-- or without it.
+CREATE OR REPLACE FUNCTION dm_private.recall_parse(query text, team_id uuid, clock timestamptz)
+RETURNS jsonb
+LANGUAGE plpgsql
+STABLE
+SET search_path = ''
+AS $$
+DECLARE
+    parsed jsonb;
+BEGIN
+    IF pg_catalog.to_regprocedure('dm.parse_query(text,uuid,timestamp with time zone)') IS NULL THEN
+        RETURN NULL;
+    END IF;
+    EXECUTE 'SELECT dm.parse_query($1, $2, $3)' INTO parsed USING query, team_id, clock;
+    RETURN parsed;
+END
+$$;
+COMMENT ON FUNCTION dm_private.recall_parse(text, uuid, timestamptz) IS
+'Calls dm.parse_query when it is installed (NULL otherwise), so recall runs with or without the query-understanding stage.';
+REVOKE ALL ON FUNCTION dm_private.recall_parse(text, uuid, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION dm_private.recall_parse(text, uuid, timestamptz)
+TO densemem_app, densemem_analyst, densemem_operator;
+
+-- Request fields override the parse: anchors, phrases, time window and
+-- temporal intent come from the parse only when the request leaves them out.
+CREATE OR REPLACE FUNCTION dm_private.recall_merge_parse(req jsonb, request jsonb, parsed jsonb)
+RETURNS jsonb
+LANGUAGE plpgsql
+STABLE
+SET search_path = ''
+AS $$
+DECLARE
+    merged jsonb := req;
+    window_value jsonb;
+BEGIN
+    IF parsed IS NULL OR pg_catalog.jsonb_typeof(parsed) <> 'object' THEN
+        RETURN merged;
+    END IF;
+    IF NOT COALESCE(request, '{}'::jsonb) ? 'anchors' AND pg_catalog.jsonb_typeof(parsed -> 'anchors') = 'array' THEN
+        merged := merged || pg_catalog.jsonb_build_object('anchors', COALESCE((
+            SELECT pg_catalog.jsonb_agg(a.item ->> 'value' ORDER BY a.ord)
+            FROM pg_catalog.jsonb_array_elements(parsed -> 'anchors') WITH ORDINALITY AS a (item, ord)
+            WHERE pg_catalog.jsonb_typeof(a.item) = 'object'
+              AND COALESCE((a.item ->> 'required')::boolean, false)
+              AND COALESCE(pg_catalog.btrim(a.item ->> 'value'), '') <> ''), '[]'::jsonb));
+    END IF;
+    IF NOT COALESCE(request, '{}'::jsonb) ? 'phrases' AND pg_catalog.jsonb_typeof(parsed -> 'phrases') = 'array' THEN
+        merged := merged || pg_catalog.jsonb_build_object('phrases', COALESCE((
+            SELECT pg_catalog.jsonb_agg(p.item #>> '{}' ORDER BY p.ord)
+            FROM pg_catalog.jsonb_array_elements(parsed -> 'phrases') WITH ORDINALITY AS p (item, ord)
+            WHERE pg_catalog.jsonb_typeof(p.item) = 'string' AND pg_catalog.btrim(p.item #>> '{}') <> ''), '[]'::jsonb));
+    END IF;
+    window_value := parsed #> '{time,window}';
+    IF NOT COALESCE(request, '{}'::jsonb) ? 'time_window' AND pg_catalog.jsonb_typeof(window_value) = 'object' THEN
+        merged := merged || pg_catalog.jsonb_build_object(
+            'has_window', true,
+            'window_from', dm_private.recall_timestamp(window_value -> 'from', 'parsed time window from'),
+            'window_to', dm_private.recall_timestamp(window_value -> 'to', 'parsed time window to'));
+    END IF;
+    IF NOT COALESCE(request, '{}'::jsonb) ? 'temporal_intent'
+       AND parsed #>> '{time,intent}' IN ('latest', 'earliest') THEN
+        merged := merged || pg_catalog.jsonb_build_object('temporal_intent', parsed #>> '{time,intent}');
+    END IF;
+    merged := merged || pg_catalog.jsonb_build_object('parsed_entity_ids', COALESCE((
+        SELECT pg_catalog.jsonb_agg(DISTINCT x.item ->> 'entity_id')
+        FROM pg_catalog.jsonb_array_elements(CASE WHEN pg_catalog.jsonb_typeof(parsed -> 'entities') = 'array'
+                                                  THEN parsed -> 'entities' ELSE '[]'::jsonb END) AS x (item)
+        WHERE x.item ->> 'entity_id' ~ '^[0-9a-fA-F-]{36}$'), '[]'::jsonb));
+    RETURN merged;
+END
+$$;
+COMMENT ON FUNCTION dm_private.recall_merge_parse(jsonb, jsonb, jsonb) IS
+'Lays the parse of the query under the normalised request: required anchors, phrases, time window and intent from the parse only where the request gave none; parsed entity ids for proximity and discovery.';
+REVOKE ALL ON FUNCTION dm_private.recall_merge_parse(jsonb, jsonb, jsonb) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION dm_private.recall_merge_parse(jsonb, jsonb, jsonb)
+TO densemem_app, densemem_analyst, densemem_operator;
+
+-- The whole recall. Returns the public answer under "answer" and, when
+-- with_explain, the internal breakdown under "explain".
+CREATE OR REPLACE FUNCTION dm_private.recall_run(query text, team_id uuid, query_embedding public.vector, request jsonb,
+    with_explain boolean)
+RETURNS jsonb
+LANGUAGE plpgsql
+VOLATILE
+SET search_path = ''
+AS $$
+DECLARE
+    started timestamptz := pg_catalog.clock_timestamp();
+    mark timestamptz;
+    timings jsonb := '{}';
+    team uuid;
+    settings jsonb;
+    req jsonb;
+    parsed jsonb;
+    degraded text [] := '{}';
+    required_branches text [];
+    fulltext_hits dm_private.recall_branch_hit [] := '{}';
+    exact_hits dm_private.recall_branch_hit [] := '{}';
+    vector_hits dm_private.recall_branch_hit [] := '{}';
+    vector_path record;
+    fused dm_private.recall_fused [];
+    scored dm_private.recall_scored [];
+    hops jsonb := '{}';
+    seeds uuid [];
+    ordered_ids uuid [];
+    mmr_rows jsonb;
+    hydrated record;
+    contexts jsonb := '{}';
+    sizes integer [];
+    kept uuid [];
+    results jsonb;
+    discovery jsonb;
+    discovery_paths jsonb := '[]';
+    related jsonb;
+    contract_version text;
+    telemetry jsonb;
+    answer jsonb;
+    explain jsonb;
+    want integer;
+    error_state text;
+    error_message text;
+BEGIN
+    team := dm_private.require_team(recall_run.team_id);
+    IF request IS NOT NULL AND pg_catalog.jsonb_typeof(request) = 'object' AND request ? 'ranking_profile'
+       AND pg_catalog.jsonb_typeof(request -> 'ranking_profile') <> 'string' THEN
+        RAISE EXCEPTION 'ranking_profile must be a profile name' USING ERRCODE = '22023';
+    END IF;
+    settings := dm_private.recall_settings(team, CASE WHEN pg_catalog.jsonb_typeof(request) = 'object'
+                                                      THEN request ->> 'ranking_profile' END);
+    req := dm_private.recall_request(query, request, settings);
+    want := (req ->> 'limit')::integer;
+    required_branches := ARRAY(SELECT pg_catalog.jsonb_array_elements_text(COALESCE(settings -> 'required_branches', '["fulltext"]')));
+    mark := pg_catalog.clock_timestamp();
+    timings := timings || pg_catalog.jsonb_build_object('request_ms', EXTRACT(EPOCH FROM mark - started) * 1000);
+
+    -- query understanding (optional stage)
+    BEGIN
+        parsed := dm_private.recall_parse(query, team, (req ->> 'now')::timestamptz);
+    EXCEPTION WHEN OTHERS THEN
+        parsed := NULL;
+        degraded := degraded || 'parse'::text;
+    END;
+    req := dm_private.recall_merge_parse(req, request, parsed);
+    timings := timings || pg_catalog.jsonb_build_object('parse_ms', EXTRACT(EPOCH FROM pg_catalog.clock_timestamp() - mark) * 1000);
+    mark := pg_catalog.clock_timestamp();
+
+    -- full-text branch: required by default, so its errors propagate
+    IF 'fulltext' = ANY (required_branches) THEN
+        fulltext_hits := ARRAY(SELECT h FROM dm_private.recall_fulltext_candidates(team, query, req, settings) AS h);
+    ELSE
+        BEGIN
+            fulltext_hits := ARRAY(SELECT h FROM dm_private.recall_fulltext_candidates(team, query, req, settings) AS h);
+        EXCEPTION WHEN OTHERS THEN
+            fulltext_hits := '{}';
+            degraded := degraded || 'fulltext'::text;
+        END;
+    END IF;
+    exact_hits := ARRAY(SELECT h FROM dm_private.recall_exact_candidates(team, req, settings) AS h);
+    timings := timings || pg_catalog.jsonb_build_object('fulltext_ms', EXTRACT(EPOCH FROM pg_catalog.clock_timestamp() - mark) * 1000);
+    mark := pg_catalog.clock_timestamp();
+
+    -- vector branch: required → DM503 without a usable query embedding;
+    -- optional → omitted and recorded
+    SELECT * INTO vector_path FROM dm_private.recall_vector_access_path(team) AS a;
+    IF query_embedding IS NULL THEN
+        IF 'vector' = ANY (required_branches) THEN
+            RAISE EXCEPTION 'the ranking profile requires the vector branch and no query embedding was given'
+                USING ERRCODE = 'DM503', HINT = 'pass the query embedding (the service embeds every query)';
+        END IF;
+        degraded := degraded || 'vector'::text;
+    ELSE
+        BEGIN
+            vector_hits := ARRAY(SELECT h FROM dm_private.recall_vector_candidates(team, query_embedding, req, settings) AS h);
+            SELECT c.provider || '/' || c.model || '/' || c.dimensions || '/' || c.normalization || '/v' || c.version
+            INTO contract_version
+            FROM dm_private.embedding_contracts AS c WHERE c.is_active;
+        EXCEPTION WHEN OTHERS THEN
+            GET STACKED DIAGNOSTICS error_state = RETURNED_SQLSTATE, error_message = MESSAGE_TEXT;
+            IF 'vector' = ANY (required_branches) THEN
+                RAISE EXCEPTION 'vector branch unavailable: %', error_message
+                    USING ERRCODE = 'DM503', HINT = 'the ranking profile requires the vector branch';
+            END IF;
+            vector_hits := '{}';
+            degraded := degraded || 'vector'::text;
+        END;
+    END IF;
+    timings := timings || pg_catalog.jsonb_build_object('vector_ms', EXTRACT(EPOCH FROM pg_catalog.clock_timestamp() - mark) * 1000);
+    mark := pg_catalog.clock_timestamp();
+
+    -- fusion
+    fused := ARRAY(SELECT f FROM dm_private.recall_fuse(fulltext_hits || exact_hits || vector_hits, settings) AS f);
+    timings := timings || pg_catalog.jsonb_build_object('fusion_ms', EXTRACT(EPOCH FROM pg_catalog.clock_timestamp() - mark) * 1000);
+    mark := pg_catalog.clock_timestamp();
+
+    -- proximity from the query's entities (when discovery is installed)
+    seeds := ARRAY(SELECT DISTINCT x::uuid FROM pg_catalog.jsonb_array_elements_text(
+                       COALESCE(req -> 'expand_from_entity_ids', '[]') || COALESCE(req -> 'parsed_entity_ids', '[]')) AS x);
+    IF pg_catalog.cardinality(seeds) > 0 AND pg_catalog.cardinality(fused) > 0
+       AND pg_catalog.to_regprocedure('dm_private.entity_proximity(uuid,uuid[],uuid[],integer)') IS NOT NULL THEN
+        BEGIN
+            EXECUTE 'SELECT COALESCE(pg_catalog.jsonb_object_agg(p.evidence_id::text, p.hops), ''{}'') '
+                    'FROM dm_private.entity_proximity($1, $2, $3, $4) AS p'
+                INTO hops
+                USING team, seeds, ARRAY(SELECT f.evidence_id FROM pg_catalog.unnest(fused) AS f),
+                      COALESCE((settings #>> '{proximity,max_hops}')::integer, 2);
+        EXCEPTION WHEN OTHERS THEN
+            hops := '{}';
+            degraded := degraded || 'proximity'::text;
+        END;
+    END IF;
+
+    -- composite rerank and MMR
+    scored := ARRAY(SELECT s FROM dm_private.recall_rerank(team, query, fused, req, settings, hops) AS s);
+    timings := timings || pg_catalog.jsonb_build_object('rerank_ms', EXTRACT(EPOCH FROM pg_catalog.clock_timestamp() - mark) * 1000);
+    mark := pg_catalog.clock_timestamp();
+    SELECT pg_catalog.array_agg(m.evidence_id ORDER BY m.mmr_rank) FILTER (WHERE m.mmr_rank IS NOT NULL),
+           CASE WHEN with_explain THEN pg_catalog.jsonb_agg(pg_catalog.to_jsonb(m) ORDER BY m.mmr_rank NULLS LAST) END
+    INTO ordered_ids, mmr_rows
+    FROM dm_private.recall_mmr(team, scored, settings, want + 10) AS m;
+    ordered_ids := COALESCE(ordered_ids, '{}');
+    timings := timings || pg_catalog.jsonb_build_object('mmr_ms', EXTRACT(EPOCH FROM pg_catalog.clock_timestamp() - mark) * 1000);
+    mark := pg_catalog.clock_timestamp();
+
+    -- hydration under RLS (one bounded read), then the byte budget
+    FOR hydrated IN SELECT * FROM dm_private.recall_hydrate(team, ordered_ids, req) LOOP
+        contexts := contexts || pg_catalog.jsonb_build_object(hydrated.evidence_id::text,
+            pg_catalog.jsonb_build_object('evidence_id', hydrated.evidence_id, 'context', hydrated.context,
+                                          'source_id', hydrated.source_id,
+                                          'source_external_id', hydrated.source_external_id));
+    END LOOP;
+    sizes := ARRAY(SELECT pg_catalog.octet_length(contexts #>> ARRAY[o.id::text, 'context'])
+                   FROM pg_catalog.unnest(ordered_ids) WITH ORDINALITY AS o (id, ord) ORDER BY o.ord);
+    kept := dm_private.recall_budget(ordered_ids, sizes, want, (req ->> 'max_context_bytes')::integer);
+    results := COALESCE((SELECT pg_catalog.jsonb_agg(contexts -> k.id::text ORDER BY k.ord)
+                         FROM pg_catalog.unnest(kept) WITH ORDINALITY AS k (id, ord)), '[]'::jsonb);
+    timings := timings || pg_catalog.jsonb_build_object('hydrate_budget_ms', EXTRACT(EPOCH FROM pg_catalog.clock_timestamp() - mark) * 1000);
+    mark := pg_catalog.clock_timestamp();
+
+    -- discovery paths (optional stage, after the direct results are chosen)
+    IF pg_catalog.to_regprocedure('dm_private.discovery_for_recall(uuid,text,jsonb,uuid[],jsonb,jsonb)') IS NOT NULL THEN
+        BEGIN
+            EXECUTE 'SELECT dm_private.discovery_for_recall($1, $2, $3, $4, $5, $6)'
+                INTO discovery
+                USING team, query, COALESCE(parsed, '{}'::jsonb), kept, req, settings;
+            discovery_paths := COALESCE(discovery -> 'discovery_paths', '[]'::jsonb);
+            related := discovery -> 'related_hypotheses';
+            degraded := degraded || ARRAY(SELECT pg_catalog.jsonb_array_elements_text(
+                CASE WHEN pg_catalog.jsonb_typeof(discovery -> 'degraded') = 'array' THEN discovery -> 'degraded'
+                     ELSE '[]'::jsonb END));
+        EXCEPTION WHEN OTHERS THEN
+            discovery_paths := '[]';
+            related := NULL;
+            degraded := degraded || 'discovery'::text;
+        END;
+    END IF;
+    timings := timings || pg_catalog.jsonb_build_object('discovery_ms', EXTRACT(EPOCH FROM pg_catalog.clock_timestamp() - mark) * 1000);
+
+    answer := pg_catalog.jsonb_build_object(
+        'results', results,
+        'discovery_paths', discovery_paths,
+        'guidance', 'These are the best evidence contexts for the query under the context budget. If a specific part '
+                    || 'remains uncertain, call recall_memory again with a focused query; pass the evidence_id values '
+                    || 'you already hold in known_evidence_ids (at most 200) so they do not repeat, or an entity id in '
+                    || 'expand_from_entity_ids for adjacent context. Use trace_memory(relationship_id) on a discovery '
+                    || 'path to see its evidence and history.');
+    IF (req ->> 'include_hypotheses')::boolean AND related IS NOT NULL THEN
+        answer := answer || pg_catalog.jsonb_build_object('related_hypotheses', related);
+    END IF;
+
+    telemetry := dm_private.write_recall_telemetry(
+        team, pg_catalog.gen_random_uuid(),
+        (settings ->> 'profile_name') || ':v' || (settings ->> 'profile_version'),
+        'v' || COALESCE(settings ->> 'index_version', '0'),
+        degraded, contract_version, pg_catalog.jsonb_array_length(results),
+        EXTRACT(EPOCH FROM pg_catalog.clock_timestamp() - started) * 1000);
+
+    IF NOT with_explain THEN
+        RETURN pg_catalog.jsonb_build_object('answer', answer);
+    END IF;
+    explain := pg_catalog.jsonb_build_object(
+        'request', req,
+        'parsed', parsed,
+        'ranking_profile', pg_catalog.jsonb_build_object('name', settings ->> 'profile_name',
+                                                         'version', (settings ->> 'profile_version')::integer),
+        'settings', settings,
+        'vector_access_path', CASE WHEN vector_path IS NULL THEN NULL ELSE pg_catalog.to_jsonb(vector_path) END,
+        'branches', pg_catalog.jsonb_build_object(
+            'fulltext', COALESCE((SELECT pg_catalog.jsonb_agg(pg_catalog.to_jsonb(h) ORDER BY h.branch_rank)
+                                  FROM pg_catalog.unnest(fulltext_hits) AS h), '[]'),
+            'exact', COALESCE((SELECT pg_catalog.jsonb_agg(pg_catalog.to_jsonb(h) ORDER BY h.branch_rank)
+                               FROM pg_catalog.unnest(exact_hits) AS h), '[]'),
+            'vector', COALESCE((SELECT pg_catalog.jsonb_agg(pg_catalog.to_jsonb(h) ORDER BY h.branch_rank)
+                                FROM pg_catalog.unnest(vector_hits) AS h), '[]')),
+        'fused', COALESCE((SELECT pg_catalog.jsonb_agg(pg_catalog.to_jsonb(f) ORDER BY f.fusion_rank)
+                           FROM pg_catalog.unnest(fused) AS f), '[]'),
+        'scored', COALESCE((SELECT pg_catalog.jsonb_agg(pg_catalog.to_jsonb(s) - 'body_key' ORDER BY s.score_rank)
+                            FROM pg_catalog.unnest(scored) AS s), '[]'),
+        'mmr', COALESCE(mmr_rows, '[]'),
+        'results', COALESCE((
+            SELECT pg_catalog.jsonb_agg(
+                pg_catalog.jsonb_build_object(
+                    'rank', k.ord,
+                    'evidence_id', k.id,
+                    'score', s.score,
+                    'score_breakdown', pg_catalog.jsonb_build_object(
+                        'relevance', pg_catalog.jsonb_build_object('value', s.relevance, 'weight', settings #> '{weights,relevance}'),
+                        'recency', pg_catalog.jsonb_build_object('value', s.recency, 'weight', settings #> '{weights,recency}'),
+                        'importance', pg_catalog.jsonb_build_object('value', s.importance, 'weight', settings #> '{weights,importance}'),
+                        'frequency', pg_catalog.jsonb_build_object('value', s.frequency, 'weight', settings #> '{weights,frequency}'),
+                        'proximity', pg_catalog.jsonb_build_object('value', s.proximity, 'weight', settings #> '{weights,proximity}'),
+                        'confidence', pg_catalog.jsonb_build_object('value', s.confidence, 'weight', settings #> '{weights,confidence}'),
+                        'support', pg_catalog.jsonb_build_object('value', s.support, 'weight', settings -> 'support_weight',
+                                                                 'scaled_by', 'relevance'),
+                        'temporal', pg_catalog.jsonb_build_object('value', s.temporal, 'weight',
+                            CASE WHEN req ->> 'temporal_intent' IS NULL THEN '0'::jsonb ELSE settings -> 'temporal_intent_weight' END),
+                        'phrase', s.phrase,
+                        'exact_terms', s.exact_terms),
+                    'branch_ranks', pg_catalog.jsonb_build_object('fulltext', s.fulltext_rank, 'vector', s.vector_rank,
+                                                                  'exact', s.exact_rank, 'fusion', s.fusion_rank),
+                    'score_rank', s.score_rank)
+                ORDER BY k.ord)
+            FROM pg_catalog.unnest(kept) WITH ORDINALITY AS k (id, ord)
+            LEFT JOIN pg_catalog.unnest(scored) AS s ON s.evidence_id = k.id), '[]'),
+        'dropped_by_hydration', pg_catalog.to_jsonb(ARRAY(
+            SELECT o.id FROM pg_catalog.unnest(ordered_ids) AS o (id) WHERE NOT contexts ? o.id::text)),
+        'timings_ms', timings,
+        'telemetry', telemetry);
+    RETURN pg_catalog.jsonb_build_object('answer', answer, 'explain', explain);
+END
+$$;
+COMMENT ON FUNCTION dm_private.recall_run(text, uuid, public.vector, jsonb, boolean) IS
+'The recall pipeline shared by dm.recall_memory and dm.explain_recall: request, profile, parse, branches, fusion, rerank, MMR, hydration under RLS, budget, discovery, telemetry. Returns {"answer"} and, with with_explain, {"explain"}.';
+REVOKE ALL ON FUNCTION dm_private.recall_run(text, uuid, public.vector, jsonb, boolean) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION dm_private.recall_run(text, uuid, public.vector, jsonb, boolean)
+TO densemem_app, densemem_analyst, densemem_operator;
+
+-- The public recall: best evidence contexts under the byte budget, compact
+-- discovery paths and follow-up guidance. No scores, tiers, embedding
+-- details or verifier rationale.
+CREATE OR REPLACE FUNCTION dm.recall_memory(query text, team_id uuid, query_embedding public.vector DEFAULT NULL,
+    request jsonb DEFAULT '{}')
+RETURNS jsonb
+LANGUAGE sql
+VOLATILE
+SET search_path = ''
+AS $$
+    SELECT dm_private.recall_run(query, team_id, query_embedding, request, false) -> 'answer'
+$$;
+COMMENT ON FUNCTION dm.recall_memory(text, uuid, public.vector, jsonb) IS
+'Recall: {"results": [{"evidence_id", "context", "source_id", "source_external_id"}], "discovery_paths": [...], "guidance"} for the query in the authenticated team. request: limit (1-50), max_context_bytes, valid_at, known_at, now, filters {source_group, memory_type, created_after, created_before}, known_evidence_ids (<= 200), known_relationship_ids (<= 200), expand_from_entity_ids, include_hypotheses, anchors, phrases, time_window {from, to}, temporal_intent (latest | earliest), usage_snapshot_id, ranking_profile. Errors: 22023 bad value, 22P02 bad uuid, DM413 query too large, DM503 required embedding missing.';
+REVOKE ALL ON FUNCTION dm.recall_memory(text, uuid, public.vector, jsonb) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION dm.recall_memory(text, uuid, public.vector, jsonb)
+TO densemem_app, densemem_analyst, densemem_operator;
+
+-- Operators only: the same run with every branch's candidates and ranks,
+-- each result's score breakdown (every signal with its weight), stage
+-- timings and the telemetry row.
+CREATE OR REPLACE FUNCTION dm.explain_recall(query text, team_id uuid, query_embedding public.vector DEFAULT NULL,
+    request jsonb DEFAULT '{}')
+RETURNS jsonb
+LANGUAGE plpgsql
+VOLATILE
+SET search_path = ''
+AS $$
+DECLARE
+    run jsonb;
+BEGIN
+    IF NOT pg_catalog.pg_has_role(current_user, 'densemem_operator', 'MEMBER') THEN
+        RAISE EXCEPTION 'explain_recall is for operators' USING ERRCODE = '42501';
+    END IF;
+    run := dm_private.recall_run(query, team_id, query_embedding, request, true);
+    RETURN (run -> 'explain') || pg_catalog.jsonb_build_object('answer', run -> 'answer');
+END
+$$;
+COMMENT ON FUNCTION dm.explain_recall(text, uuid, public.vector, jsonb) IS
+'Operators: the recall of dm.recall_memory (same order, under "answer") with branch candidates and ranks, fusion, each result''s score breakdown (seed 002 §9), MMR, stage timings and the telemetry row.';
+REVOKE ALL ON FUNCTION dm.explain_recall(text, uuid, public.vector, jsonb) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION dm.explain_recall(text, uuid, public.vector, jsonb) TO densemem_operator;
