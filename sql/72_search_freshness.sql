@@ -26,7 +26,8 @@ BEGIN
            (SELECT pg_catalog.count(*)
             FROM dm_private.search_documents AS f
             WHERE f.team_id = search_freshness.team_id AND f.search_state = 'failed'),
-           GREATEST(0, pg_catalog.date_part('epoch', pg_catalog.now() - pending.oldest))::double precision
+           CASE WHEN pending.oldest IS NOT NULL
+               THEN GREATEST(0, pg_catalog.date_part('epoch', pg_catalog.now() - pending.oldest))::double precision END
     FROM (
         SELECT pg_catalog.count(*) AS document_count, pg_catalog.min(p.pending_since) AS oldest
         FROM dm_private.search_documents AS p
@@ -55,7 +56,8 @@ SET search_path = ''
 AS $$
     SELECT pending.document_count,
            (SELECT pg_catalog.count(*) FROM dm_private.search_documents AS f WHERE f.search_state = 'failed'),
-           GREATEST(0, pg_catalog.date_part('epoch', pg_catalog.now() - pending.oldest))::double precision
+           CASE WHEN pending.oldest IS NOT NULL
+               THEN GREATEST(0, pg_catalog.date_part('epoch', pg_catalog.now() - pending.oldest))::double precision END
     FROM (
         SELECT pg_catalog.count(*) AS document_count, pg_catalog.min(p.pending_since) AS oldest
         FROM dm_private.search_documents AS p

@@ -21,6 +21,7 @@ Handler = Callable[[argparse.Namespace, Settings], int]
 COMMAND_MODULES: list[str] = [
     "densemem.sample",
     "densemem.eval_command",
+    "densemem.embed_command",
 ]
 
 
