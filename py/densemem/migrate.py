@@ -3,8 +3,10 @@
 Ordered migrations (`migrations/NNNN_name.sql`) run once each, in their own
 transaction, recorded with checksum and time. Then the function files in
 `sql/` are applied as repeatable definitions: a file runs again when its
-checksum changes, or after any migration ran. A session advisory lock
-serialises concurrent runners; the second finds nothing left to do.
+checksum changes, or after any migration ran (a migration clears the function
+files' ledger in its own transaction, so this holds across failed runs). A
+session advisory lock serialises concurrent runners; the second finds nothing
+left to do.
 """
 
 from __future__ import annotations
@@ -131,6 +133,10 @@ def migrate(
                         "VALUES (%s, %s, %s)",
                         (migration.migration_id, migration.name, migration.checksum),
                     )
+                    # A migration may drop or change what sql/ defines: forget the
+                    # function files in the same transaction, so that every one runs
+                    # again even if this run stops before reaching them.
+                    conn.execute("DELETE FROM dm_migrations.applied_function_files")
                 applied_now.append(migration.path.name)
             done_files: dict[str, str] = dict(
                 conn.execute(
