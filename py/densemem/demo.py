@@ -116,7 +116,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     parser = commands.add_parser(
         "demo",
         help="run the whole demo on the embedded server",
-        description="Migrate, load the sample, embed it, serve HTTP on 127.0.0.1 and run recalls and a trace.",
+        description="Migrate, load the sample, embed it, serve HTTP on 127.0.0.1, run recalls and a trace.",
     )
     parser.add_argument("--port", type=int, default=0, help="HTTP port for the demo (default: a free one)")
     parser.set_defaults(handler=_demo)
