@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import importlib
-import inspect
 import logging
 import sys
 import threading
-from typing import Any
 
 from densemem import db
 from densemem.config import Settings
@@ -16,27 +13,18 @@ from densemem.config import Settings
 log = logging.getLogger("densemem.serve")
 
 
-def start_worker_thread(settings: Settings, url: str) -> threading.Thread | None:
-    """Run the embedding worker in-process when densemem.embeddings provides run_worker."""
-    try:
-        module: Any = importlib.import_module("densemem.embeddings.worker")
-    except ImportError:
-        try:
-            module = importlib.import_module("densemem.embeddings")
-        except ImportError:
-            return None
-    run_worker = getattr(module, "run_worker", None)
-    if run_worker is None:
-        return None
-    parameters = inspect.signature(run_worker).parameters
-    kwargs: dict[str, Any] = {}
-    if "settings" in parameters:
-        kwargs["settings"] = settings
-    if "database_url" in parameters:
-        kwargs["database_url"] = url
-    elif "url" in parameters:
-        kwargs["url"] = url
-    thread = threading.Thread(target=run_worker, kwargs=kwargs, daemon=True, name="densemem-embed-worker")
+def start_worker_thread(settings: Settings, url: str, stop: threading.Event) -> threading.Thread:
+    """Run the embedding worker (densemem.embeddings.worker.run_worker) in a daemon thread."""
+    from densemem.embeddings import provider_from_settings, worker_options_from_env
+    from densemem.embeddings.worker import run_worker
+
+    provider = provider_from_settings(settings)
+    thread = threading.Thread(
+        target=run_worker,
+        args=(url, provider, stop, worker_options_from_env()),
+        daemon=True,
+        name="densemem-embed-worker",
+    )
     thread.start()
     return thread
 
@@ -47,13 +35,17 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     url = db.database_url(settings)
-    if args.worker:
-        if start_worker_thread(settings, url) is None:
-            print("densemem serve: no embedding worker available (densemem.embeddings.run_worker)", file=sys.stderr)
-        else:
-            log.info("embedding worker running in-process")
+    stop = threading.Event()
+    worker = start_worker_thread(settings, url, stop) if args.worker else None
+    if worker is not None:
+        log.info("embedding worker running in-process")
     print(f"Dense-Mem API on http://{args.host}:{args.port} (OpenAPI at /openapi.json)", file=sys.stderr)
-    serve_forever(create_app(settings, database_url=url), args.host, args.port)
+    try:
+        serve_forever(create_app(settings, database_url=url), args.host, args.port)
+    finally:
+        stop.set()
+        if worker is not None:
+            worker.join(timeout=10)
     return 0
 
 
@@ -66,7 +58,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8080, help="port (default 8080)")
     serve.add_argument(
-        "--worker", action=argparse.BooleanOptionalAction, default=True,
+        "--worker",
+        action=argparse.BooleanOptionalAction,
+        default=True,
         help="also run the embedding worker in this process (default on)",
     )
     serve.set_defaults(handler=_serve)

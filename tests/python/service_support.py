@@ -3,9 +3,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import math
-import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -15,6 +12,7 @@ import pytest
 
 from conftest import create_database_from_template, drop_database
 from densemem.config import load_settings
+from densemem.embeddings.hashing import HashingTestProvider
 from densemem.keys_command import IssuedKey, create_key
 from densemem.service.app import create_app
 from densemem.service.routes import ServiceConfig
@@ -24,13 +22,14 @@ DIMENSIONS = 384
 
 
 class FakeHashingEmbedder:
-    """A FAKE query embedder for tests: hashed word counts, L2-normalized, 384 dimensions.
+    """A FAKE query embedder for tests: densemem.embeddings.hashing.HashingTestProvider
+    (feature hashing, not a model) behind the QueryEmbedder interface.
 
-    Deterministic and model-free; `fail=True` simulates a provider outage.
+    `fail = True` simulates a provider outage; `calls` counts embeddings.
     """
 
     def __init__(self, dimensions: int = DIMENSIONS) -> None:
-        self.dimensions = dimensions
+        self.provider = HashingTestProvider(dimensions)
         self.fail = False
         self.calls = 0
 
@@ -38,12 +37,7 @@ class FakeHashingEmbedder:
         self.calls += 1
         if self.fail:
             raise ConnectionError("fake provider is down")
-        vector = [0.0] * self.dimensions
-        for word in re.findall(r"\w+", text.lower()):
-            digest = hashlib.sha256(word.encode()).digest()
-            vector[int.from_bytes(digest[:4], "big") % self.dimensions] += 1.0 if digest[4] & 1 else -1.0
-        norm = math.sqrt(sum(x * x for x in vector)) or 1.0
-        return [x / norm for x in vector]
+        return [float(x) for x in self.provider.embed([text])[0]]
 
 
 def function_exists(url: str, signature: str) -> bool:

@@ -32,25 +32,21 @@ class NoQueryEmbedder:
         return None
 
 
-class ProviderQueryEmbedder:
-    """Adapts a densemem.embeddings provider (anything with embed_query or embed) to QueryEmbedder."""
+class CachedQueryEmbedder:
+    """A densemem.embeddings provider behind its LRU query cache (densemem.embeddings.cache)."""
 
-    def __init__(self, provider: Any) -> None:
+    def __init__(self, provider: Any, *, max_entries: int = 2048) -> None:
+        cache = importlib.import_module("densemem.embeddings.cache")
         self.provider = provider
+        self.cache = cache.QueryEmbeddingCache(provider, max_entries=max_entries)
 
     def embed_query(self, text: str) -> Sequence[float] | None:
-        if hasattr(self.provider, "embed_query"):
-            vector = self.provider.embed_query(text)
-        else:
-            vectors = self.provider.embed([text])
-            vector = vectors[0] if len(vectors) else None
-        if vector is None:
-            return None
-        return [float(x) for x in vector]
+        vector: Sequence[float] = self.cache.embed_query(text)
+        return vector
 
 
 def load_query_embedder(settings: Settings) -> QueryEmbedder:
-    """The configured provider, through densemem.embeddings when that package is installed."""
+    """The configured provider (densemem.embeddings.provider_from_settings) behind the query cache."""
     if settings.embedding_provider == "none":
         return NoQueryEmbedder()
     try:
@@ -58,13 +54,7 @@ def load_query_embedder(settings: Settings) -> QueryEmbedder:
     except ImportError:
         log.warning("densemem.embeddings is not available: recall runs without a query vector")
         return NoQueryEmbedder()
-    factory = getattr(embeddings, "provider_from_settings", None) or getattr(
-        embeddings, "load_provider", None
-    )
-    if factory is None:
-        log.warning("densemem.embeddings has no provider factory: recall runs without a query vector")
-        return NoQueryEmbedder()
-    return ProviderQueryEmbedder(factory(settings))
+    return CachedQueryEmbedder(embeddings.provider_from_settings(settings))
 
 
 def vector_literal(vector: Sequence[float] | None) -> str | None:
