@@ -197,10 +197,11 @@ def test_locomo_end_to_end_on_a_synthetic_file(
         assert summary["duplicates"] == 0, name
         by_qid = {question["qid"]: question for question in branch["questions"]}
         # Both teams hold a greyhound turn with the same words: each question must
-        # find its own team's turn, ranked, and never the other team's.
+        # find its own team's turn in the top 5 and never the other team's.
         for qid in ("conv-a:q0", "conv-b:q0"):
-            assert by_qid[qid]["ranks"][0] is not None and by_qid[qid]["ranks"][0] <= 2, (name, by_qid[qid])
-            assert all(not external.startswith("?") for external in by_qid[qid]["retrieved"])
+            assert by_qid[qid]["ranks"][0] is not None, (name, by_qid[qid])
+            assert by_qid[qid]["retrieved"][by_qid[qid]["ranks"][0] - 1] == "D1:3"
+            assert all(not external.startswith("foreign:") for external in by_qid[qid]["retrieved"])
             assert len(by_qid[qid]["retrieved"]) <= 5
         assert set(summary["by_group"]) == {"1:multi-hop", "2:temporal", "3:open-domain", "4:single-hop"}
         assert summary["by_slice"]["temporal"]["questions"] >= 2
@@ -222,3 +223,25 @@ def test_locomo_end_to_end_on_a_synthetic_file(
     assert again["branches"]["hybrid"]["summary"]["overall"]["recall@5"] == pytest.approx(hybrid["recall@5"])
     teams = [uuid.UUID(value) for value in report["teams"].values()]
     assert runner.evidence_count(admin_conn, teams[0]) == 8
+
+
+def test_leakage_is_counted_when_an_answer_holds_another_teams_evidence(
+    tmp_path: Path, admin_conn: psycopg.Connection[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The leakage check can fail: an answer carrying conv-b's evidence to conv-a is counted."""
+    missing = _missing(admin_conn)
+    if missing:
+        pytest.skip(f"not in the schema yet: {', '.join(missing)}")
+    conversations, _ = locomo.load(write_file(tmp_path))
+    loaded = locomo.load_into_database(admin_conn, conversations)
+    teams = [item.team_id for item in loaded]
+    id_map = runner.external_ids(admin_conn, teams)
+    foreign = [evidence_id for evidence_id, (team, _) in id_map.items() if team == teams[1]][:3]
+    own = [evidence_id for evidence_id, (team, _) in id_map.items() if team == teams[0]][:2]
+    answer = {"results": [{"evidence_id": str(value)} for value in [own[0], *foreign, own[1]]]}
+    monkeypatch.setattr(runner, "recall", lambda *args, **kwargs: (answer, 1.0))
+    query = locomo.eval_queries(loaded)[0]
+    record = runner.ask(admin_conn, runner.Branch("hybrid", None), query, None, id_map, depth=5, ks=[5])
+    assert record["leaked"] == 3
+    assert record["retrieved"][1:4] == [f"foreign:{value}" for value in foreign]
+    assert record["retrieved"][0] == id_map[own[0]][1]

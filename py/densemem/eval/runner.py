@@ -409,8 +409,12 @@ def ask(
     ]
     owners = owning_teams(conn, foreign)
     leaked = sum(1 for evidence_id in foreign if owners.get(evidence_id) != query.team_id)
+    # A foreign row is labelled so that it can never count as one of this team's gold items.
     retrieved = [
-        id_map[evidence_id][1] if evidence_id in id_map else f"?{evidence_id}" for evidence_id in returned
+        id_map[evidence_id][1]
+        if id_map.get(evidence_id, (None, ""))[0] == query.team_id
+        else f"foreign:{evidence_id}"
+        for evidence_id in returned
     ]
     duplicates = len(retrieved) - len(set(retrieved))
     position: dict[str, int] = {}
