@@ -20,8 +20,12 @@ Handler = Callable[[argparse.Namespace, Settings], int]
 # `handler` (a Handler) on its parsers. One line per module.
 COMMAND_MODULES: list[str] = [
     "densemem.sample",
+    "densemem.demo",
     "densemem.eval_command",
     "densemem.embed_command",
+    "densemem.bench_discovery",
+    "densemem.bench_parse",
+    "densemem.bench_recall",
 ]
 
 

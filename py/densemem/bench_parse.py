@@ -1,0 +1,155 @@
+"""`densemem bench parse`: dm.parse_query latency on the LoCoMo questions.
+
+The questions are read from the LoCoMo file at run time (never copied into
+the project). Inside one transaction that is rolled back at the end, the
+command creates a throw-away team whose entities are the LoCoMo speakers and
+the capitalized words of the conversations (so the entity lookup has real
+names to match), switches to `densemem_app` with that team authenticated, and
+times every `dm.parse_query` call *in the database*: a PL/pgSQL loop reads
+`clock_timestamp()` before and after each call, so the figures exclude the
+network and the client. A first pass warms the caches and is not counted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from densemem import db
+from densemem.config import Settings
+
+DEFAULT_LOCOMO = Path("/work/shared/data/locomo/locomo_dev.json")
+
+# A temporary function: it lives in this session's pg_temp and disappears
+# with the rolled-back transaction.
+_TIMER_SQL = """
+CREATE FUNCTION pg_temp.time_parse_query(questions text[], team uuid, clock timestamptz, passes integer)
+RETURNS double precision[]
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    timings double precision[] := '{}';
+    started timestamptz;
+    parsed jsonb;
+    q text;
+    pass integer;
+BEGIN
+    FOR pass IN 1..passes LOOP
+        FOREACH q IN ARRAY questions LOOP
+            started := clock_timestamp();
+            parsed := dm.parse_query(q, team, clock);
+            IF pass > 1 THEN
+                timings := timings || (extract(epoch FROM clock_timestamp() - started) * 1000.0)::double precision;
+            END IF;
+        END LOOP;
+    END LOOP;
+    RETURN timings;
+END
+$$
+"""
+
+
+def load_locomo(path: Path) -> tuple[list[str], list[str]]:
+    """The questions, and entity names (speakers, capitalized words of the dialogue)."""
+    conversations: list[dict[str, Any]] = json.loads(path.read_text(encoding="utf-8"))
+    questions: list[str] = []
+    names: set[str] = set()
+    for sample in conversations:
+        questions.extend(str(qa["question"]) for qa in sample["qa"])
+        conversation: dict[str, Any] = sample["conversation"]
+        names.update(str(conversation[key]) for key in ("speaker_a", "speaker_b") if key in conversation)
+        for key, turns in conversation.items():
+            if not key.startswith("session_") or not isinstance(turns, list):
+                continue
+            for turn in turns:
+                # Capitalized words not at the start of a sentence: proper nouns, mostly.
+                for match in re.finditer(r"(?<=[a-z,] )([A-Z][a-z]{2,}(?: [A-Z][a-z]{2,})?)", str(turn.get("text", ""))):
+                    names.add(match.group(1))
+    return questions, sorted(names)
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    """Nearest-rank percentile."""
+    ordered = sorted(values)
+    rank = max(1, min(len(ordered), round(fraction * len(ordered) + 0.5)))
+    return ordered[rank - 1]
+
+
+def run(url: str, questions: list[str], names: list[str], passes: int) -> list[float]:
+    """Per-call timings in milliseconds (the warm-up pass excluded)."""
+    team = uuid.uuid4()
+    profile = uuid.uuid4()
+    with psycopg.connect(url) as conn:
+        try:
+            conn.execute(
+                "INSERT INTO dm_private.teams (team_id, name) VALUES (%s, %s)", (team, f"bench-parse-{team.hex[:8]}")
+            )
+            conn.execute(
+                "INSERT INTO dm_private.profiles (team_id, profile_id, name) VALUES (%s, %s, 'bench')", (team, profile)
+            )
+            conn.execute(_TIMER_SQL)
+            conn.execute(
+                "SELECT set_config('role', 'densemem_app', true), set_config('densemem.team_id', %s, true), "
+                "set_config('densemem.profile_id', %s, true)",
+                (str(team), str(profile)),
+            )
+            for start in range(0, len(names), 1000):
+                conn.execute(
+                    "SELECT dm.upsert_entities(%s, %s::jsonb)",
+                    (team, json.dumps([{"name": name} for name in names[start : start + 1000]])),
+                )
+            # As the loader: flush the GIN pending list (autovacuum's job on a
+            # live server) and refresh statistics, then act as the service again.
+            conn.execute("SELECT set_config('role', 'none', true)")
+            conn.execute("SELECT gin_clean_pending_list('dm_private.entity_names_trgm_idx'::regclass)")
+            conn.execute("ANALYZE dm_private.entity_names, dm_private.entities")
+            conn.execute("SELECT set_config('role', 'densemem_app', true)")
+            row = conn.execute(
+                "SELECT pg_temp.time_parse_query(%s, %s, '2023-08-01T12:00:00Z', %s)",
+                (questions, team, passes + 1),
+            ).fetchone()
+        finally:
+            conn.rollback()
+    assert row is not None
+    timings: list[float] = list(row[0])
+    return timings
+
+
+def _bench_parse(args: argparse.Namespace, settings: Settings) -> int:
+    path: Path = args.locomo
+    if not path.exists():
+        print(f"densemem bench parse: {path} not found", file=sys.stderr)
+        return 1
+    questions, names = load_locomo(path)
+    url = db.database_url(settings)
+    timings = run(url, questions, names, args.passes)
+    print(f"dm.parse_query on {len(questions)} LoCoMo questions x {args.passes} passes "
+          f"({len(names)} entities in the team), timed in-database (PL/pgSQL loop, clock_timestamp):")
+    print(f"  calls {len(timings)}  mean {statistics.fmean(timings):.3f} ms")
+    print(f"  p50 {percentile(timings, 0.50):.3f} ms  p95 {percentile(timings, 0.95):.3f} ms  "
+          f"p99 {percentile(timings, 0.99):.3f} ms  max {max(timings):.3f} ms")
+    return 0
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Adds `densemem bench parse` (and the `bench` group if no other module did)."""
+    bench = commands.choices.get("bench")
+    if bench is None:
+        bench = commands.add_parser("bench", help="benchmarks", description="Benchmarks.")
+    groups = [a for a in bench._actions if isinstance(a, argparse._SubParsersAction)]
+    sub: argparse._SubParsersAction[argparse.ArgumentParser] = (
+        groups[0] if groups else bench.add_subparsers(dest="bench_target", required=True)
+    )
+    parser = sub.add_parser("parse", help="dm.parse_query latency on the LoCoMo questions",
+                            description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--locomo", type=Path, default=DEFAULT_LOCOMO, help="LoCoMo JSON file (read at run time)")
+    parser.add_argument("--passes", type=int, default=3, help="timed passes over the questions (after one warm-up)")
+    parser.set_defaults(handler=_bench_parse)

@@ -1,0 +1,796 @@
+-- Stage 2: query understanding.
+--
+-- Recall starts by making the query's structure explicit: hard anchors
+-- (identifiers that a result must contain), quoted phrases, content terms,
+-- entity mentions, predicate hints and time. The grammars are documented in
+-- docs/QUERY_GRAMMAR.md; this file is their only implementation, so HTTP and
+-- SQL callers get the same parse.
+--
+--   dm_private.parse_query_text(query, now)   pure text parsing, no tables:
+--       dm_private.parse_anchors(text)         hard anchors
+--       dm_private.parse_time(text, now)       time window, intent, temporal question
+--   dm_private.query_tokens(query)            tokens for name matching
+--   dm_private.query_ngrams(query)            their 1-4 token n-grams
+--   dm_private.match_query_entities(team, n-grams)  the team's entity names
+--   dm_private.predicate_hints(team, n-grams)       the team's predicate synonyms
+--   dm.parse_query(query, team, now)          all of the above, one jsonb
+--
+-- Work is capped: only the first 2,000 characters of a query are parsed, at
+-- most 64 tokens feed the n-grams, and every output list has a maximum, so a
+-- 1 MB query costs what a 2,000-character one costs.
+--
+-- Speed (the parse runs once per recall; target p95 <= 0.3 ms): everything is
+-- PL/pgSQL with simple expressions. Regular expressions run only behind cheap
+-- guards (strpos, translate, array overlap), matches are walked with
+-- regexp_substr / regexp_instr instead of set-returning queries, and the only
+-- SQL statements are the two team lookups.
+
+-- The capped, space-normalized text every parser reads: the first 2,000
+-- characters, with tabs, line breaks and exotic spaces (no-break, thin,
+-- ideographic, zero-width) turned into plain spaces and typographic
+-- apostrophes into ASCII ones.
+CREATE OR REPLACE FUNCTION dm_private.parse_prepare_text(query text)
+RETURNS text
+LANGUAGE plpgsql
+IMMUTABLE
+PARALLEL SAFE
+SET search_path = ''
+AS $$
+BEGIN
+    RETURN pg_catalog.translate(
+        pg_catalog.left(COALESCE(query, ''), 2000),
+        U&'\0009\000A\000B\000C\000D\00A0\2000\2001\2002\2003\2004\2005\2006\2007\2008\2009\200A\200B\202F\205F\3000\FEFF\2019\2018',
+        '                      ''''');
+END
+$$;
+COMMENT ON FUNCTION dm_private.parse_prepare_text(text) IS
+'The part of a query the parser reads: its first 2,000 characters, white space of any kind as plain spaces, typographic apostrophes as ASCII apostrophes. NULL reads as empty.';
+
+-- Hard anchors: identifiers that one result must contain. Each grammar is a
+-- regular expression with explicit boundaries plus a few documented
+-- post-filters; grammars run in a fixed order and every accepted match is
+-- masked out of the text before the next grammar runs, so an identifier
+-- inside another (a hash inside a path, a version inside repo@v1.2.3) is
+-- reported once, as the outer one. E-mail addresses are masked first and are
+-- not anchors. Returns {"anchors": [...], "masked": text}; masked feeds the
+-- terms.
+CREATE OR REPLACE FUNCTION dm_private.parse_anchors(prepared text)
+RETURNS jsonb
+LANGUAGE plpgsql
+IMMUTABLE
+PARALLEL SAFE
+SET search_path = ''
+AS $$
+DECLARE
+    t text := COALESCE(prepared, '');
+    anchors jsonb := '[]'::jsonb;
+    seen text [] := '{}';
+    raw text;
+    v text;
+    k text;
+    pattern text;
+    pos integer;
+    letters integer;
+    digits integer;
+    masked text;
+    grammar_kinds constant text [] := ARRAY[
+        'path', 'path', 'path', 'scoped_name', 'scoped_name', 'uuid', 'server_id', 'semver', 'issue_key', 'hash'];
+    -- A literal character every match of the grammar contains: a cheap guard.
+    grammar_needles constant text [] := ARRAY[':\', '/', '/', ':', '@', '-', '-', '.', '-', ''];
+    grammar_patterns constant text [] := ARRAY[
+        -- 1 path, Windows: drive letter, colon, backslash, at least one segment.
+        '(?<![A-Za-z0-9_])[A-Za-z]:\\[^ \\/:*?"<>|]+(?:\\[^ \\/:*?"<>|]+)*\\?',
+        -- 2 path, Unix absolute: at least two segments, starting a token.
+        '(?<![^ ([{<"''=,;])/[A-Za-z0-9._~+@-]+(?:/[A-Za-z0-9._~+@-]+)+/?',
+        -- 3 path, relative: at least one slash and a file extension that starts with a letter.
+        '(?<![^ ([{<"''=,;])(?:\.\.?/)*[A-Za-z0-9_~+@-][A-Za-z0-9._~+@-]*(?:/[A-Za-z0-9._~+@-]+)*/[A-Za-z0-9_~+@-][A-Za-z0-9._~+@-]*\.[A-Za-z][A-Za-z0-9]{0,9}(?![A-Za-z0-9_~+@/-])',
+        -- 4 scope:name, the scope starting with a letter (so 10:30 is a time, not a name).
+        '(?<![A-Za-z0-9_.:/@-])[A-Za-z][A-Za-z0-9_-]*[A-Za-z0-9]:[A-Za-z0-9](?:[A-Za-z0-9_./-]*[A-Za-z0-9])?(?![A-Za-z0-9_:@-])',
+        -- 5 repo@branch (e-mail addresses were masked before).
+        '(?<![A-Za-z0-9_.:/@+-])[A-Za-z0-9][A-Za-z0-9_.-]*@[A-Za-z0-9](?:[A-Za-z0-9_./-]*[A-Za-z0-9])?(?![A-Za-z0-9_@-])',
+        -- 6 uuid: 8-4-4-4-12 hex digits.
+        '(?<![0-9A-Za-z_])[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}(?![0-9A-Za-z_])',
+        -- 7 server id, our own grammar: srv- then 1-8 groups of letters and digits joined by hyphens.
+        '(?<![0-9A-Za-z_-])[Ss][Rr][Vv](?:-[A-Za-z0-9]+){1,8}(?![A-Za-z0-9_]|-[A-Za-z0-9])',
+        -- 8 semantic version: [v]MAJOR.MINOR.PATCH[-pre][+build], not inside a longer dotted number.
+        '(?<![0-9A-Za-z_.+])[vV]?(?:0|[1-9][0-9]{0,8})\.(?:0|[1-9][0-9]{0,8})\.(?:0|[1-9][0-9]{0,8})(?:-[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?(?:\+[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?(?![0-9A-Za-z_+-]|\.[0-9A-Za-z])',
+        -- 9 issue key: upper-case project key of 2-10 characters, hyphen, number without leading zero.
+        '(?<![0-9A-Za-z_-])[A-Z][A-Z0-9]{1,9}-[1-9][0-9]{0,6}(?![0-9A-Za-z_]|-[0-9A-Za-z])',
+        -- 10 hash: a run of 7-64 hex digits in one letter case (length and mix rules below).
+        '(?<![0-9A-Za-z_])(?:[0-9a-f]{7,64}|[0-9A-F]{7,64})(?![0-9A-Za-z_])'];
+BEGIN
+    -- E-mail addresses: masked so that their parts are not read as anchors.
+    IF pg_catalog.strpos(t, '@') > 0 THEN
+        t := pg_catalog.regexp_replace(t,
+            '[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}(?![A-Za-z0-9_-])', ' ', 'g');
+    END IF;
+
+    FOR g IN 1..10 LOOP
+        k := grammar_kinds[g];
+        CONTINUE WHEN grammar_needles[g] <> '' AND pg_catalog.strpos(t, grammar_needles[g]) = 0;
+        -- A hash below 17 characters has a digit; a longer one may be all letters.
+        CONTINUE WHEN k = 'hash' AND pg_catalog.translate(t, '0123456789', '') = t AND t !~ '[a-fA-F]{17}';
+        pattern := grammar_patterns[g];
+        masked := t;
+        pos := 1;
+        LOOP
+            raw := pg_catalog.regexp_substr(t, pattern, pos);
+            EXIT WHEN raw IS NULL;
+            pos := pg_catalog.regexp_instr(t, pattern, pos, 1, 1);
+            v := raw;
+            IF k = 'path' THEN
+                -- A sentence's punctuation is not part of a path.
+                v := pg_catalog.regexp_replace(v, '(?<=[A-Za-z0-9_])[.,;!?''")\]}]+$', '');
+                raw := v;
+            ELSIF k = 'scoped_name' AND pg_catalog.strpos(v, '@') > 0 THEN
+                -- meet@10, lunch@9:30pm-style times and digit-only left sides are not names.
+                CONTINUE WHEN pg_catalog.split_part(v, '@', 1) !~ '[A-Za-z]'
+                    OR pg_catalog.split_part(v, '@', 2) ~ '^[0-9]{1,2}(?:[:.][0-9]{2})?(?:am|pm)?$';
+            ELSIF k = 'uuid' OR k = 'server_id' THEN
+                v := pg_catalog.lower(v);
+            ELSIF k = 'semver' THEN
+                -- d.m.yyyy is a date, not a version.
+                CONTINUE WHEN v ~ '^(?:[1-9]|[12][0-9]|3[01])\.(?:[1-9]|1[0-2])\.(?:19|20)[0-9]{2}$';
+            ELSIF k = 'issue_key' THEN
+                -- Well-known names shaped like keys: encodings, ciphers, standards, diseases, devices.
+                CONTINUE WHEN pg_catalog.split_part(v, '-', 1) = ANY (
+                    '{UTF,UCS,SHA,MD,AES,RSA,DES,COVID,SARS,MERS,ISO,CVE,GPT,WPA,TLS,SSL,IPV,HTTP,MPEG,MP,PCI,USB,HDMI,DDR,LTE,PS,XBOX,IP,COM,LPT}'::text []);
+            ELSIF k = 'hash' THEN
+                letters := pg_catalog.length(pg_catalog.translate(v, '0123456789', ''));
+                digits := pg_catalog.length(v) - letters;
+                CONTINUE WHEN NOT (pg_catalog.length(v) BETWEEN 7 AND 40 OR pg_catalog.length(v) = 64);
+                -- Never all digits (a number); below 17 characters letters and
+                -- digits must mix (no English word has a digit, and no word
+                -- spelled with a-f is 17 long); below 12, at least two digits and
+                -- not a word followed by a year (cafe2024, dec2023).
+                CONTINUE WHEN letters = 0;
+                CONTINUE WHEN pg_catalog.length(v) < 17 AND digits = 0;
+                CONTINUE WHEN pg_catalog.length(v) < 12
+                    AND (digits < 2 OR v ~* '^[a-f]+(?:19|20)[0-9]{2}$');
+                v := pg_catalog.lower(v);
+            END IF;
+            CONTINUE WHEN v = '';
+            -- Mask what was accepted (rejected near-misses stay ordinary words).
+            masked := pg_catalog.replace(masked, raw, ' ');
+            CONTINUE WHEN (k || ':' || v) = ANY (seen);
+            seen := seen || (k || ':' || v);
+            anchors := anchors || pg_catalog.jsonb_build_object('kind', k, 'value', v, 'required', true);
+            EXIT WHEN pg_catalog.cardinality(seen) >= 32;
+        END LOOP;
+        t := masked;
+        EXIT WHEN pg_catalog.cardinality(seen) >= 32;
+    END LOOP;
+    RETURN pg_catalog.jsonb_build_object('anchors', anchors, 'masked', t);
+END
+$$;
+COMMENT ON FUNCTION dm_private.parse_anchors(text) IS
+'Hard anchors of a prepared query text: [{"kind": "path|scoped_name|uuid|server_id|semver|issue_key|hash", "value", "required": true}] in grammar order then text order, at most 32, plus the text with accepted anchors and e-mail addresses masked. Grammars: docs/QUERY_GRAMMAR.md.';
+
+-- Time: a window, an intent and the temporal-question flag, relative to the
+-- injected clock, in UTC. Calendar periods are half-open [from, to); several
+-- window expressions intersect (an empty intersection keeps the first);
+-- since / from / after / before / until / by open one side. Every form is in
+-- docs/QUERY_GRAMMAR.md.
+CREATE OR REPLACE FUNCTION dm_private.parse_time(prepared text, clock timestamptz)
+RETURNS jsonb
+LANGUAGE plpgsql
+IMMUTABLE
+PARALLEL SAFE
+SET search_path = ''
+AS $$
+DECLARE
+    t constant text := pg_catalog.lower(COALESCE(prepared, ''));
+    -- Words for the keyword guards (array overlap), so that the regular
+    -- expressions run only when a form can match.
+    words constant text [] := pg_catalog.string_to_array(
+        pg_catalog.translate(pg_catalog.lower(COALESCE(prepared, '')), ',.;:!?()[]{}"“”''-/', '                  '), ' ');
+    -- One expression finds every window expression: an optional opening word
+    -- (since, before, ...), an optional preposition (in, on, ...), a base form.
+    window_re constant text :=
+        '(?:\m(?:since|before|after|until|till|from|by|prior +to) +)?(?:\m(?:in|during|on|of|throughout|around) +)?(?:the +)?\m(?:'
+        || '[0-9]{4}-[0-9]{2}-[0-9]{2}'
+        || '|(?:[0-3]?[0-9])(?:st|nd|rd|th)? +(?:of +)?(?:january|february|march|april|may|june|july|august|september|october|november|december|sept|jan|feb|mar|apr|jun|jul|aug|sep|oct|nov|dec),? *(?:19|20)[0-9]{2}'
+        || '|(?:january|february|march|april|may|june|july|august|september|october|november|december|sept|jan|feb|mar|apr|jun|jul|aug|sep|oct|nov|dec) +(?:[0-3]?[0-9])(?:st|nd|rd|th)?,? *(?:19|20)[0-9]{2}'
+        || '|(?:january|february|march|april|may|june|july|august|september|october|november|december|sept|jan|feb|mar|apr|jun|jul|aug|sep|oct|nov|dec),? +(?:19|20)[0-9]{2}'
+        || '|(?:[0-3]?[0-9])(?:st|nd|rd|th)? +(?:of +)?(?:january|february|march|april|may|june|july|august|september|october|november|december|sept|jan|feb|mar|apr|jun|jul|aug|sep|oct|nov|dec)'
+        || '|(?:january|february|march|april|may|june|july|august|september|october|november|december|sept|jan|feb|mar|apr|jun|jul|aug|sep|oct|nov|dec) +(?:[0-3]?[0-9])(?:st|nd|rd|th)?'
+        || '|today|tonight|yesterday|tomorrow|last +night|this +(?:morning|afternoon|evening)'
+        || '|(?:last|this|next|past|previous) +(?:weekend|week|month|year)'
+        || '|(?:last|past|previous) +(?:[0-9]{1,3}|an|a|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve) +(?:days?|weeks?|months?|years?)'
+        || '|(?:[0-9]{1,3}|an|a|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve) +(?:days?|weeks?|months?|years?) +ago'
+        || '|(?:last|previous) +(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)'
+        || '|monday|tuesday|wednesday|thursday|friday|saturday|sunday'
+        || '|january|february|march|april|may|june|july|august|september|october|november|december|sept|jan|feb|mar|apr|jun|jul|aug|sep|oct|nov|dec'
+        || '|(?:19|20)[0-9]{2})\M';
+    n timestamp;
+    today0 timestamp;
+    expr text;
+    pos integer := 1;
+    p text [];
+    prefix text;
+    prep text;
+    b text;
+    w_from timestamp;
+    w_to timestamp;
+    unit text;
+    qty integer;
+    y integer;
+    mo integer;
+    d integer;
+    found_windows integer := 0;
+    first_from timestamp;
+    first_to timestamp;
+    win_from timestamp;
+    win_to timestamp;
+    expressions jsonb := '[]'::jsonb;
+    intent text;
+    intent_match text;
+    window_json jsonb := 'null'::jsonb;
+BEGIN
+    IF clock IS NOT NULL AND (
+        pg_catalog.translate(t, '0123456789', '') <> t
+        OR words OPERATOR(pg_catalog.&&) '{today,tonight,yesterday,tomorrow,night,morning,afternoon,evening,day,days,week,weeks,weekend,month,months,year,years,january,february,march,april,may,june,july,august,september,october,november,december,sept,jan,feb,mar,apr,jun,jul,aug,sep,oct,nov,dec,monday,tuesday,wednesday,thursday,friday,saturday,sunday}'::text []) THEN
+        n := clock AT TIME ZONE 'UTC';
+        today0 := pg_catalog.date_trunc('day', n);
+        LOOP
+            expr := pg_catalog.regexp_substr(t, window_re, pos);
+            EXIT WHEN expr IS NULL;
+            pos := pg_catalog.regexp_instr(t, window_re, pos, 1, 1);
+            expr := pg_catalog.regexp_replace(expr, ' +', ' ', 'g');
+            p := pg_catalog.regexp_match(expr,
+                '^(?:(since|before|after|until|till|from|by|prior to) )?(?:(in|during|on|of|throughout|around) )?(?:the )?(.*)$');
+            prefix := p[1];
+            prep := p[2];
+            b := p[3];
+            w_from := NULL;
+            w_to := NULL;
+            y := NULL;
+            mo := NULL;
+            d := NULL;
+            IF b ~ '^[0-9]{4}-' THEN
+                -- 2023-05-08
+                y := pg_catalog.substr(b, 1, 4)::integer;
+                mo := pg_catalog.substr(b, 6, 2)::integer;
+                d := pg_catalog.substr(b, 9, 2)::integer;
+            ELSIF b ~ '^[0-9]{1,2}[a-z]* (?:of )?[a-z]+,? ?[0-9]{4}$' THEN
+                -- 8 May 2023, 8th of May, 2023
+                p := pg_catalog.regexp_match(b, '^([0-9]+)[a-z]* (?:of )?([a-z]+),? ?([0-9]{4})$');
+                d := p[1]::integer;
+                mo := (pg_catalog.strpos('janfebmaraprmayjunjulaugsepoctnovdec', pg_catalog.left(p[2], 3)) + 2) / 3;
+                y := p[3]::integer;
+            ELSIF b ~ '^[a-z]+ [0-9]{1,2}[a-z]*,? ?[0-9]{4}$' THEN
+                -- May 8, 2023
+                p := pg_catalog.regexp_match(b, '^([a-z]+) ([0-9]+)[a-z]*,? ?([0-9]{4})$');
+                mo := (pg_catalog.strpos('janfebmaraprmayjunjulaugsepoctnovdec', pg_catalog.left(p[1], 3)) + 2) / 3;
+                d := p[2]::integer;
+                y := p[3]::integer;
+            ELSIF b ~ '^[a-z]+,? [0-9]{4}$' THEN
+                -- May 2023
+                p := pg_catalog.regexp_match(b, '^([a-z]+),? ([0-9]{4})$');
+                mo := (pg_catalog.strpos('janfebmaraprmayjunjulaugsepoctnovdec', pg_catalog.left(p[1], 3)) + 2) / 3;
+                y := p[2]::integer;
+            ELSIF b ~ '^[0-9]{1,2}[a-z]* (?:of )?[a-z]+$' OR b ~ '^[a-z]+ [0-9]{1,2}[a-z]*$' THEN
+                -- 8 May / May 8: the most recent such day, today included.
+                p := COALESCE(pg_catalog.regexp_match(b, '^([0-9]+)[a-z]* (?:of )?([a-z]+)$'),
+                              pg_catalog.regexp_match(b, '^[a-z]+ ([0-9]+)[a-z]*$') || pg_catalog.split_part(b, ' ', 1));
+                d := p[1]::integer;
+                mo := (pg_catalog.strpos('janfebmaraprmayjunjulaugsepoctnovdec', pg_catalog.left(p[2], 3)) + 2) / 3;
+                y := pg_catalog.date_part('year', n)::integer;
+                IF mo BETWEEN 1 AND 12 AND d BETWEEN 1 AND 31
+                   AND pg_catalog.make_date(y, mo, 1) + (d - 1) > today0::date THEN
+                    y := y - 1;
+                END IF;
+            ELSIF b IN ('today', 'tonight', 'this morning', 'this afternoon', 'this evening') THEN
+                w_from := today0;
+                w_to := today0 + interval '1 day';
+            ELSIF b IN ('yesterday', 'last night') THEN
+                w_from := today0 - interval '1 day';
+                w_to := today0;
+            ELSIF b = 'tomorrow' THEN
+                w_from := today0 + interval '1 day';
+                w_to := today0 + interval '2 days';
+            ELSIF b ~ '^(?:last|this|next|past|previous) (?:weekend|week|month|year)$' THEN
+                unit := pg_catalog.split_part(b, ' ', 2);
+                IF pg_catalog.split_part(b, ' ', 1) = 'past' THEN
+                    -- past week: the rolling seven days up to now.
+                    w_to := n;
+                    w_from := n - ('1 ' || CASE unit WHEN 'weekend' THEN 'week' ELSE unit END)::interval;
+                ELSE
+                    qty := CASE pg_catalog.split_part(b, ' ', 1) WHEN 'this' THEN 0 WHEN 'next' THEN 1 ELSE -1 END;
+                    IF unit = 'weekend' THEN
+                        -- Saturday and Sunday of the ISO week (Monday first).
+                        w_from := pg_catalog.date_trunc('week', n) + pg_catalog.make_interval(days => 5 + 7 * qty);
+                        w_to := w_from + interval '2 days';
+                    ELSE
+                        w_from := pg_catalog.date_trunc(unit, n) + (qty::text || ' ' || unit)::interval;
+                        w_to := w_from + ('1 ' || unit)::interval;
+                    END IF;
+                END IF;
+            ELSIF b ~ ' ago$' OR b ~ '^(?:last|past|previous) [0-9a-z]+ [a-z]+$' THEN
+                p := COALESCE(pg_catalog.regexp_match(b, '^([0-9a-z]+) ([a-z]+) ago$'),
+                              pg_catalog.regexp_match(b, '^(?:last|past|previous) ([0-9a-z]+) ([a-z]+)$') || 'rolling'::text);
+                qty := CASE
+                    WHEN p[1] ~ '^[0-9]+$' THEN p[1]::integer
+                    WHEN p[1] IN ('a', 'an') THEN 1
+                    ELSE pg_catalog.array_position(
+                        '{one,two,three,four,five,six,seven,eight,nine,ten,eleven,twelve}'::text [], p[1])
+                END;
+                unit := pg_catalog.rtrim(p[2], 's');
+                IF p[3] = 'rolling' THEN
+                    -- last 3 days: rolling, up to now.
+                    w_to := n;
+                    w_from := n - (qty::text || ' ' || unit)::interval;
+                ELSE
+                    -- 3 days ago: that calendar day (week, month, year).
+                    w_from := pg_catalog.date_trunc(unit, n) - (qty::text || ' ' || unit)::interval;
+                    w_to := w_from + ('1 ' || unit)::interval;
+                END IF;
+            ELSIF b ~ '(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)$' THEN
+                -- last Friday / on Friday: the most recent such day before today.
+                CONTINUE WHEN b !~ '^(?:last|previous) ' AND prefix IS NULL AND prep IS NULL;
+                qty := pg_catalog.array_position('{monday,tuesday,wednesday,thursday,friday,saturday,sunday}'::text [],
+                    pg_catalog.regexp_replace(b, '^.* ', ''));
+                d := pg_catalog.date_part('isodow', n)::integer;
+                w_from := today0 - pg_catalog.make_interval(days => ((d - qty + 6) % 7) + 1);
+                w_to := w_from + interval '1 day';
+                d := NULL;
+            ELSIF b ~ '^[a-z]+$' THEN
+                -- A bare month needs a preposition (in May, since March): the most
+                -- recent such month that has started.
+                CONTINUE WHEN prefix IS NULL AND prep IS NULL;
+                mo := (pg_catalog.strpos('janfebmaraprmayjunjulaugsepoctnovdec', pg_catalog.left(b, 3)) + 2) / 3;
+                y := pg_catalog.date_part('year', n)::integer;
+                IF mo > pg_catalog.date_part('month', n) THEN
+                    y := y - 1;
+                END IF;
+            ELSIF b ~ '^[0-9]{4}$' THEN
+                -- A bare year needs a preposition (in 2023, before 2024).
+                CONTINUE WHEN prefix IS NULL AND prep IS NULL;
+                w_from := pg_catalog.make_timestamp(b::integer, 1, 1, 0, 0, 0);
+                w_to := w_from + interval '1 year';
+            ELSE
+                CONTINUE;
+            END IF;
+
+            IF w_from IS NULL AND w_to IS NULL THEN
+                -- A calendar month or day from y, mo, d; impossible dates are skipped.
+                CONTINUE WHEN y IS NULL OR mo IS NULL OR mo NOT BETWEEN 1 AND 12 OR y NOT BETWEEN 1 AND 9999;
+                IF d IS NULL THEN
+                    w_from := pg_catalog.make_timestamp(y, mo, 1, 0, 0, 0);
+                    w_to := w_from + interval '1 month';
+                ELSE
+                    CONTINUE WHEN d < 1
+                        OR d > pg_catalog.date_part('day',
+                            pg_catalog.make_timestamp(y, mo, 1, 0, 0, 0) + interval '1 month' - interval '1 day');
+                    w_from := pg_catalog.make_timestamp(y, mo, d, 0, 0, 0);
+                    w_to := w_from + interval '1 day';
+                END IF;
+            END IF;
+
+            -- since / from / after / before / until / by open one side.
+            IF prefix IN ('since', 'from') THEN
+                w_to := NULL;
+            ELSIF prefix = 'after' THEN
+                w_from := w_to;
+                w_to := NULL;
+            ELSIF prefix IN ('before', 'prior to') THEN
+                w_to := w_from;
+                w_from := NULL;
+            ELSIF prefix IN ('until', 'till', 'by') THEN
+                w_from := NULL;
+            END IF;
+
+            found_windows := found_windows + 1;
+            IF found_windows = 1 THEN
+                first_from := w_from;
+                first_to := w_to;
+                win_from := w_from;
+                win_to := w_to;
+            ELSE
+                IF w_from IS NOT NULL AND (win_from IS NULL OR w_from > win_from) THEN
+                    win_from := w_from;
+                END IF;
+                IF w_to IS NOT NULL AND (win_to IS NULL OR w_to < win_to) THEN
+                    win_to := w_to;
+                END IF;
+            END IF;
+            expressions := expressions || pg_catalog.to_jsonb(pg_catalog.concat_ws(' ', prefix, prep, b));
+            EXIT WHEN found_windows >= 8;
+        END LOOP;
+    END IF;
+
+    IF found_windows > 0 THEN
+        IF win_from IS NOT NULL AND win_to IS NOT NULL AND win_from >= win_to THEN
+            -- Contradictory expressions: keep the first one.
+            win_from := first_from;
+            win_to := first_to;
+        END IF;
+        -- ISO 8601 with an explicit +00:00, whatever the session's TimeZone.
+        window_json := pg_catalog.jsonb_build_object(
+            'from', (pg_catalog.to_jsonb(win_from) OPERATOR(pg_catalog.#>>) '{}'::text []) || '+00:00',
+            'to', (pg_catalog.to_jsonb(win_to) OPERATOR(pg_catalog.#>>) '{}'::text []) || '+00:00');
+    END IF;
+
+    -- Intent: the first intent word of the query decides.
+    IF words OPERATOR(pg_catalog.&&) '{recent,recently,latest,lately,currently,current,nowadays,days,now,newest,time,still,first,firstly,originally,original,initially,earliest,oldest,beginning,begin}'::text [] THEN
+        intent_match := pg_catalog.regexp_substr(t,
+            '\m(?:most +recent(?:ly)?|recently|recent|latest|lately|currently|current|nowadays|these +days|now|newest|last +time|still'
+            || '|first|firstly|originally|original|initially|earliest|oldest|in +the +beginning|to +begin +with)\M');
+        IF intent_match IS NOT NULL THEN
+            intent := CASE
+                WHEN intent_match ~ '^(?:first|originally|original|initially|earliest|oldest|in |to )' THEN 'earliest'
+                ELSE 'latest'
+            END;
+        END IF;
+    END IF;
+
+    RETURN pg_catalog.jsonb_build_object(
+        'window', window_json,
+        'intent', intent,
+        'temporal_question',
+        words OPERATOR(pg_catalog.&&) '{when,year,month,day,date,time,week,season,long}'::text []
+        AND t ~ ('(?:^|[.?!;:] *|\m(?:and|but|so) +) *when\M'
+            || '|\mwhen +(?:did|do|does|was|were|is|are|will|has|have|had|would|could|should|can)\M'
+            || '|\m(?:what|which) +(?:year|month|day|date|time|week|season)\M'
+            || '|\mhow +long +(?:ago|has|have|had|did|was|were)\M|\msince +when\M'),
+        'expressions', expressions);
+END
+$$;
+COMMENT ON FUNCTION dm_private.parse_time(text, timestamptz) IS
+'Time hints of a prepared query under the given clock (UTC): {"window": {"from", "to"} or null, "intent": "latest"|"earliest"|null, "temporal_question": bool, "expressions": [...]}. Grammar: docs/QUERY_GRAMMAR.md.';
+
+-- Tokens for name matching, in the query's own case: split on spaces,
+-- punctuation trimmed from both ends of each token (inner punctuation stays:
+-- dense-mem, o'neil, node.js; + and # stay: c++, c#), possessive 's removed,
+-- at most 64 tokens.
+CREATE OR REPLACE FUNCTION dm_private.query_tokens_cased(query text)
+RETURNS text []
+LANGUAGE plpgsql
+IMMUTABLE
+PARALLEL SAFE
+SET search_path = ''
+AS $$
+BEGIN
+    RETURN (pg_catalog.array_remove(pg_catalog.string_to_array(
+        pg_catalog.regexp_replace(
+            dm_private.parse_prepare_text(query),
+            '''[sS](?![^ !"$%&''()*,./:;<=>?@[\\\]^_`{|}~“”‘«»¿¡…—–·-])|(?<![^ ])[!"$%&''()*,./:;<=>?@[\\\]^_`{|}~“”‘«»¿¡…—–·-]+|[!"$%&''()*,./:;<=>?@[\\\]^_`{|}~“”‘«»¿¡…—–·-]+(?![^ ])',
+            '', 'g'),
+        ' '), ''))[1:64];
+END
+$$;
+COMMENT ON FUNCTION dm_private.query_tokens_cased(text) IS
+'Tokens of a query for name matching, case kept: split on spaces, edge punctuation and possessive ''s removed, at most 64.';
+
+-- The same tokens in lower case: entity names are normalized the same way
+-- (dm_private.normalize_name: lower case, single spaces).
+CREATE OR REPLACE FUNCTION dm_private.query_tokens(query text)
+RETURNS text []
+LANGUAGE plpgsql
+IMMUTABLE
+PARALLEL SAFE
+SET search_path = ''
+AS $$
+BEGIN
+    RETURN pg_catalog.string_to_array(pg_catalog.lower(
+        pg_catalog.array_to_string(dm_private.query_tokens_cased(query), ' ')), ' ');
+END
+$$;
+COMMENT ON FUNCTION dm_private.query_tokens(text) IS
+'Lower-case tokens of a query for name matching (dm_private.query_tokens_cased in lower case), at most 64.';
+
+-- What the entity lookup needs from a query, computed once:
+--   ngrams: every contiguous run of 1 to 4 lower-case tokens, ordered by
+--           start then length (exact lookup of names, aliases and predicate
+--           phrases);
+--   fuzzy:  at most 4 candidates for the trigram lookup (misspelled names).
+--           Names are written capitalized, so the candidates are the
+--           capitalized tokens of 4+ characters that are not stop words,
+--           and pairs of consecutive capitalized tokens; a query with no
+--           upper-case letter at all uses its tokens of 5+ characters that
+--           are not stop words. Each candidate costs one GIN index probe,
+--           hence the cap.
+CREATE OR REPLACE FUNCTION dm_private.query_name_keys(query text, OUT ngrams text [], OUT fuzzy text [])
+LANGUAGE plpgsql
+IMMUTABLE
+PARALLEL SAFE
+SET search_path = ''
+AS $$
+DECLARE
+    cased constant text [] := dm_private.query_tokens_cased(query);
+    toks constant text [] := pg_catalog.string_to_array(pg_catalog.lower(pg_catalog.array_to_string(cased, ' ')), ' ');
+    n constant integer := COALESCE(pg_catalog.cardinality(toks), 0);
+    stop constant text [] := '{a,about,after,all,also,an,and,any,are,as,at,be,been,before,but,by,can,could,did,do,does,for,from,had,has,have,he,her,his,how,if,in,into,is,it,its,just,me,my,no,not,of,on,or,our,she,so,some,than,that,the,their,them,then,there,these,they,this,to,was,we,were,what,when,where,which,while,who,whom,why,will,with,would,you,your,i,im,ive,id,ill,us,him,hers,ours,theirs,does,doing,done,been,being,into,over,under,again,ever,never,yes,okay,ok,hey,hi,hello,thanks,thank,please,did,didn,doesn,isn,wasn,weren,won,dont,cant,wont,about,after,before,since,until,last,first,next,this,that,those,these,such,very,much,many,more,most,other,another}';
+    lowercase_query constant boolean := pg_catalog.array_to_string(cased, ' ') = pg_catalog.array_to_string(toks, ' ');
+    prev_capitalized boolean := false;
+    capitalized boolean;
+BEGIN
+    ngrams := '{}';
+    fuzzy := '{}';
+    FOR i IN 1..n LOOP
+        ngrams := ngrams || toks[i];
+        IF i + 1 <= n THEN
+            ngrams := ngrams || (toks[i] || ' ' || toks[i + 1]);
+            IF i + 2 <= n THEN
+                ngrams := ngrams || (toks[i] || ' ' || toks[i + 1] || ' ' || toks[i + 2]);
+                IF i + 3 <= n THEN
+                    ngrams := ngrams || (toks[i] || ' ' || toks[i + 1] || ' ' || toks[i + 2] || ' ' || toks[i + 3]);
+                END IF;
+            END IF;
+        END IF;
+        CONTINUE WHEN pg_catalog.cardinality(fuzzy) >= 4;
+        capitalized := pg_catalog.left(cased[i], 1) <> pg_catalog.lower(pg_catalog.left(cased[i], 1))
+            AND NOT toks[i] = ANY (stop);
+        IF capitalized AND pg_catalog.length(toks[i]) >= 4 THEN
+            IF prev_capitalized THEN
+                fuzzy := fuzzy || (toks[i - 1] || ' ' || toks[i]);
+            END IF;
+            fuzzy := fuzzy || toks[i];
+        ELSIF lowercase_query AND pg_catalog.length(toks[i]) >= 5 AND NOT toks[i] = ANY (stop) THEN
+            fuzzy := fuzzy || toks[i];
+        END IF;
+        prev_capitalized := capitalized;
+    END LOOP;
+    fuzzy := fuzzy[1:4];
+END
+$$;
+COMMENT ON FUNCTION dm_private.query_name_keys(text) IS
+'The n-grams (1-4 lower-case tokens, by start then length) and at most 4 trigram-lookup candidates (capitalized tokens and pairs; tokens of 5+ characters in an all-lower-case query) of a query.';
+
+CREATE OR REPLACE FUNCTION dm_private.query_ngrams(query text)
+RETURNS text []
+LANGUAGE plpgsql
+IMMUTABLE
+PARALLEL SAFE
+SET search_path = ''
+AS $$
+BEGIN
+    RETURN (dm_private.query_name_keys(query)).ngrams;
+END
+$$;
+COMMENT ON FUNCTION dm_private.query_ngrams(text) IS
+'The 1- to 4-token n-grams of a query (dm_private.query_tokens), ordered by start then length.';
+
+-- The pure part of the parse: everything that needs no table. IMMUTABLE:
+-- the same query and clock give the same answer under any session settings.
+CREATE OR REPLACE FUNCTION dm_private.parse_query_text(query text, now timestamptz)
+RETURNS jsonb
+LANGUAGE plpgsql
+IMMUTABLE
+PARALLEL SAFE
+SET search_path = ''
+AS $$
+DECLARE
+    prepared constant text := dm_private.parse_prepare_text(query);
+    anchored jsonb;
+    phrases jsonb := '[]'::jsonb;
+    terms text [] := '{}';
+    raw text;
+    phrase text;
+    pos integer := 1;
+    w text;
+BEGIN
+    anchored := dm_private.parse_anchors(prepared);
+
+    -- Quoted phrases: "..." and “...”, 1-300 characters (longer quotes are
+    -- skipped), spaces collapsed, at most 16.
+    IF pg_catalog.strpos(prepared, '"') > 0 OR pg_catalog.strpos(prepared, '“') > 0 THEN
+        LOOP
+            raw := pg_catalog.regexp_substr(prepared, '"[^"]+"|“[^”]+”', pos);
+            EXIT WHEN raw IS NULL;
+            pos := pg_catalog.regexp_instr(prepared, '"[^"]+"|“[^”]+”', pos, 1, 1);
+            phrase := pg_catalog.btrim(pg_catalog.regexp_replace(
+                pg_catalog.substr(raw, 2, pg_catalog.length(raw) - 2), ' +', ' ', 'g'));
+            CONTINUE WHEN phrase = '' OR pg_catalog.length(phrase) > 300
+                OR phrases OPERATOR(pg_catalog.@>) pg_catalog.jsonb_build_array(phrase);
+            phrases := phrases || pg_catalog.to_jsonb(phrase);
+            EXIT WHEN pg_catalog.jsonb_array_length(phrases) >= 16;
+        END LOOP;
+    END IF;
+
+    -- Content terms: lower-case words (letters and digits) of the
+    -- anchor-masked text, without stop words and one-letter words, first
+    -- occurrence order, at most 32.
+    FOREACH w IN ARRAY pg_catalog.regexp_split_to_array(
+        pg_catalog.lower(anchored OPERATOR(pg_catalog.->>) 'masked'), '[^[:alnum:]]+') LOOP
+        CONTINUE WHEN pg_catalog.length(w) < 2 OR w = ANY (terms) OR w = ANY ('{about,above,after,again,against,all,am,an,and,any,are,as,at,be,because,been,before,being,below,between,both,but,by,can,could,did,do,does,doing,down,during,each,few,for,from,further,had,has,have,having,he,her,here,hers,herself,him,himself,his,how,if,in,into,is,it,its,itself,just,me,more,most,my,myself,no,nor,not,now,of,off,on,once,only,or,other,our,ours,ourselves,out,over,own,same,she,should,so,some,such,than,that,the,their,theirs,them,themselves,then,there,these,they,this,those,through,to,too,under,until,up,very,was,we,were,what,when,where,which,while,who,whom,why,will,with,would,you,your,yours,yourself,yourselves,ll,re,ve,don,didn,doesn,isn,wasn,weren,won}'::text []);
+        terms := terms || w;
+        EXIT WHEN pg_catalog.cardinality(terms) >= 32;
+    END LOOP;
+
+    RETURN pg_catalog.jsonb_build_object(
+        'anchors', anchored OPERATOR(pg_catalog.->) 'anchors',
+        'phrases', phrases,
+        'terms', pg_catalog.to_jsonb(terms),
+        'time', dm_private.parse_time(prepared, now));
+END
+$$;
+COMMENT ON FUNCTION dm_private.parse_query_text(text, timestamptz) IS
+'The table-free part of dm.parse_query: {"anchors", "phrases", "terms", "time"} of the first 2,000 characters of a query under the given clock (UTC). IMMUTABLE; never raises on any text. Grammar: docs/QUERY_GRAMMAR.md.';
+
+-- Entity mentions: query n-grams against this team's entity names and
+-- aliases. Exact normalized matches first (canonical name: "exact", alias:
+-- "alias"); then the trigram candidates (dm_private.query_name_keys) that
+-- matched nothing exactly, by pg_trgm similarity >= 0.5 through the GIN
+-- trigram index that leads with team_id ("trigram"). Runs as
+-- densemem_searcher so that the non-leakproof % operator can use that index
+-- ahead of row-level security; the explicit team predicate is checked
+-- against the authenticated team first (dm_private.require_team), so it
+-- reads only the caller's own team.
+CREATE OR REPLACE FUNCTION dm_private.match_query_entities(match_team_id uuid, ngrams text [], fuzzy text [])
+RETURNS jsonb
+LANGUAGE plpgsql
+STABLE
+SECURITY DEFINER
+SET search_path = ''
+SET pg_trgm.similarity_threshold = 0.5
+AS $$
+DECLARE
+    found jsonb;
+    fuzzy_found jsonb;
+    matched_names text [];
+    matched_ids uuid [];
+    candidate text;
+    probes text [] := '{}';
+BEGIN
+    PERFORM dm_private.require_team(match_team_id);
+    IF ngrams IS NULL OR pg_catalog.cardinality(ngrams) = 0 THEN
+        RETURN '[]'::jsonb;
+    END IF;
+    SELECT
+        COALESCE(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
+            'entity_id', x.entity_id, 'name', x.canonical_name, 'mention', x.mention,
+            'match', x.match_kind, 'similarity', 1.0)
+            ORDER BY x.match_kind DESC, pg_catalog.length(x.mention) DESC, x.entity_id), '[]'::jsonb),
+        pg_catalog.array_agg(x.mention),
+        pg_catalog.array_agg(x.entity_id)
+    INTO found, matched_names, matched_ids
+    FROM (
+        SELECT DISTINCT ON (n.entity_id)
+            n.entity_id, e.canonical_name, n.normalized_name AS mention,
+            CASE WHEN n.is_canonical THEN 'exact' ELSE 'alias' END AS match_kind
+        FROM dm_private.entity_names AS n
+        JOIN dm_private.entities AS e ON e.team_id = n.team_id AND e.entity_id = n.entity_id
+        WHERE n.team_id = match_team_id
+          AND n.normalized_name = ANY (ngrams)
+        ORDER BY n.entity_id, n.is_canonical DESC, pg_catalog.length(n.normalized_name) DESC
+        LIMIT 10
+    ) AS x;
+
+    -- Candidates already matched exactly need no trigram probe.
+    FOREACH candidate IN ARRAY COALESCE(fuzzy, '{}') LOOP
+        IF NOT candidate = ANY (COALESCE(matched_names, '{}')) THEN
+            probes := probes || candidate;
+        END IF;
+    END LOOP;
+    IF pg_catalog.cardinality(probes) > 0 AND pg_catalog.jsonb_array_length(found) < 10 THEN
+        SELECT COALESCE(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
+                'entity_id', y.entity_id, 'name', y.canonical_name, 'mention', y.mention,
+                'match', 'trigram', 'similarity', pg_catalog.round(y.sim::numeric, 3))
+                ORDER BY y.sim DESC, y.entity_id), '[]'::jsonb)
+        INTO fuzzy_found
+        FROM (
+            SELECT DISTINCT ON (f.entity_id) f.entity_id, e.canonical_name, f.mention, f.sim
+            FROM pg_catalog.unnest(probes) AS c (candidate)
+            CROSS JOIN LATERAL (
+                SELECT n.entity_id, c.candidate AS mention, public.similarity(n.normalized_name, c.candidate) AS sim
+                FROM dm_private.entity_names AS n
+                WHERE n.team_id = match_team_id
+                  AND n.normalized_name OPERATOR(public.%) c.candidate
+                ORDER BY public.similarity(n.normalized_name, c.candidate) DESC, n.entity_id
+                LIMIT 3
+            ) AS f
+            JOIN dm_private.entities AS e ON e.team_id = match_team_id AND e.entity_id = f.entity_id
+            WHERE NOT (f.entity_id = ANY (COALESCE(matched_ids, '{}')))
+            ORDER BY f.entity_id, f.sim DESC
+        ) AS y
+        WHERE y.sim >= 0.5;
+        found := found || fuzzy_found;
+        IF pg_catalog.jsonb_array_length(found) > 10 THEN
+            found := (SELECT pg_catalog.jsonb_agg(z.value ORDER BY z.ord)
+                      FROM pg_catalog.jsonb_array_elements(found) WITH ORDINALITY AS z (value, ord)
+                      WHERE z.ord <= 10);
+        END IF;
+    END IF;
+    RETURN found;
+END
+$$;
+COMMENT ON FUNCTION dm_private.match_query_entities(uuid, text [], text []) IS
+'Entities of the authenticated team named in a query: [{"entity_id", "name" (canonical), "mention" (the query n-gram), "match": "exact"|"alias"|"trigram", "similarity"}], exact then alias (longer mentions first) then trigram (similarity >= 0.5, highest first), at most 10. Definer (densemem_searcher) with an explicit, checked team predicate.';
+ALTER FUNCTION dm_private.match_query_entities(uuid, text [], text []) OWNER TO densemem_searcher;
+
+-- Predicate hints: n-grams that are phrases of the team's synonyms, or of the
+-- global defaults when the team has no row for that phrase (a team row,
+-- enabled or not, replaces the defaults of its phrase). In order of first
+-- mention, at most 10.
+CREATE OR REPLACE FUNCTION dm_private.predicate_hints(hint_team_id uuid, ngrams text [])
+RETURNS jsonb
+LANGUAGE plpgsql
+STABLE
+PARALLEL SAFE
+SET search_path = ''
+AS $$
+BEGIN
+    RETURN (
+        SELECT COALESCE(pg_catalog.jsonb_agg(p.predicate ORDER BY p.first_at, p.predicate), '[]'::jsonb)
+        FROM (
+            SELECT m.predicate, pg_catalog.min(pg_catalog.array_position(ngrams, m.phrase)) AS first_at
+            FROM (
+                SELECT s.phrase, s.predicate
+                FROM dm_private.predicate_synonyms AS s
+                WHERE s.team_id = hint_team_id
+                  AND s.phrase = ANY (ngrams)
+                  AND s.enabled
+                UNION ALL
+                SELECT d.phrase, d.predicate
+                FROM dm_private.predicate_synonym_defaults AS d
+                WHERE d.phrase = ANY (ngrams)
+                  AND NOT EXISTS (
+                      SELECT 1 FROM dm_private.predicate_synonyms AS o
+                      WHERE o.team_id = hint_team_id AND o.phrase = d.phrase)
+            ) AS m
+            GROUP BY m.predicate
+            ORDER BY first_at, m.predicate
+            LIMIT 10
+        ) AS p);
+END
+$$;
+COMMENT ON FUNCTION dm_private.predicate_hints(uuid, text []) IS
+'Predicates hinted by query n-grams through dm_private.predicate_synonyms (the team''s rows replace the defaults of their phrase) and dm_private.predicate_synonym_defaults, in order of first mention, at most 10.';
+
+-- The public parse. Recall calls it once per query (request fields override
+-- it); analysts call it to see how a query is read.
+CREATE OR REPLACE FUNCTION dm.parse_query(query text, team_id uuid, now timestamptz DEFAULT pg_catalog.now())
+RETURNS jsonb
+LANGUAGE plpgsql
+STABLE
+SET search_path = ''
+AS $$
+DECLARE
+    name_keys record;
+BEGIN
+    PERFORM dm_private.require_team(parse_query.team_id);
+    name_keys := dm_private.query_name_keys(query);
+    RETURN dm_private.parse_query_text(query, COALESCE(parse_query.now, pg_catalog.now()))
+        || pg_catalog.jsonb_build_object(
+            'entities', dm_private.match_query_entities(parse_query.team_id, name_keys.ngrams, name_keys.fuzzy),
+            'predicates', dm_private.predicate_hints(parse_query.team_id, name_keys.ngrams));
+END
+$$;
+COMMENT ON FUNCTION dm.parse_query(text, uuid, timestamptz) IS
+'How Dense-Mem reads a query, relative to the clock `now` (UTC; NULL means now()). Returns {"anchors": [{"kind": "uuid|issue_key|semver|path|scoped_name|hash|server_id", "value", "required": true}], "phrases": [text], "terms": [text], "entities": [{"entity_id", "name", "mention", "match": "exact|alias|trigram", "similarity"}], "predicates": [text], "time": {"window": {"from": timestamptz|null, "to": timestamptz|null}|null, "intent": "latest|earliest"|null, "temporal_question": bool, "expressions": [text]}}. Deterministic for a given clock and team data; only the first 2,000 characters are read; never raises on any text. Grammar: docs/QUERY_GRAMMAR.md.';
+
+REVOKE ALL ON FUNCTION dm_private.parse_prepare_text(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION dm_private.parse_anchors(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION dm_private.parse_time(text, timestamptz) FROM PUBLIC;
+REVOKE ALL ON FUNCTION dm_private.query_tokens_cased(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION dm_private.query_tokens(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION dm_private.query_name_keys(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION dm_private.query_ngrams(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION dm_private.parse_query_text(text, timestamptz) FROM PUBLIC;
+REVOKE ALL ON FUNCTION dm_private.match_query_entities(uuid, text [], text []) FROM PUBLIC;
+REVOKE ALL ON FUNCTION dm_private.predicate_hints(uuid, text []) FROM PUBLIC;
+REVOKE ALL ON FUNCTION dm.parse_query(text, uuid, timestamptz) FROM PUBLIC;
+
+GRANT EXECUTE ON FUNCTION dm_private.parse_prepare_text(text) TO
+densemem_app, densemem_analyst, densemem_operator, densemem_searcher;
+GRANT EXECUTE ON FUNCTION dm_private.parse_anchors(text) TO
+densemem_app, densemem_analyst, densemem_operator, densemem_searcher;
+GRANT EXECUTE ON FUNCTION dm_private.parse_time(text, timestamptz) TO
+densemem_app, densemem_analyst, densemem_operator, densemem_searcher;
+GRANT EXECUTE ON FUNCTION dm_private.query_tokens_cased(text) TO
+densemem_app, densemem_analyst, densemem_operator, densemem_searcher;
+GRANT EXECUTE ON FUNCTION dm_private.query_tokens(text) TO
+densemem_app, densemem_analyst, densemem_operator, densemem_searcher;
+GRANT EXECUTE ON FUNCTION dm_private.query_name_keys(text) TO
+densemem_app, densemem_analyst, densemem_operator, densemem_searcher;
+GRANT EXECUTE ON FUNCTION dm_private.query_ngrams(text) TO
+densemem_app, densemem_analyst, densemem_operator, densemem_searcher;
+GRANT EXECUTE ON FUNCTION dm_private.parse_query_text(text, timestamptz) TO
+densemem_app, densemem_analyst, densemem_operator, densemem_searcher;
+GRANT EXECUTE ON FUNCTION dm_private.match_query_entities(uuid, text [], text []) TO
+densemem_app, densemem_analyst, densemem_operator;
+GRANT EXECUTE ON FUNCTION dm_private.predicate_hints(uuid, text []) TO
+densemem_app, densemem_analyst, densemem_operator, densemem_searcher;
+GRANT EXECUTE ON FUNCTION dm.parse_query(text, uuid, timestamptz) TO
+densemem_app, densemem_analyst, densemem_operator;
