@@ -139,7 +139,8 @@ COMMENT ON FUNCTION dm_private.resolve_move(text, text, text, text) IS
 -- Appends one row to the lifecycle log: from, to, who, when (clock time), why.
 CREATE OR REPLACE FUNCTION dm_private.record_transition(
     team uuid, kind text, subject uuid, from_status text, to_status text,
-    from_tier text, to_tier text, actor uuid, why text)
+    from_tier text, to_tier text, actor uuid, why text
+)
 RETURNS uuid
 LANGUAGE plpgsql
 VOLATILE
@@ -166,7 +167,7 @@ COMMENT ON FUNCTION dm_private.record_transition(uuid, text, uuid, text, text, t
 -- the eligibility columns mirror the evidence row and its revision's
 -- currency. A changed body or source version bumps the version and makes the
 -- document pending for the embedding worker; a mirror-only change does not.
-CREATE OR REPLACE FUNCTION dm_private.sync_evidence_documents(team uuid, evidence_ids uuid [])
+CREATE OR REPLACE FUNCTION dm_private.sync_evidence_documents(team uuid, evidence_ids uuid[])
 RETURNS integer
 LANGUAGE plpgsql
 VOLATILE
@@ -231,11 +232,11 @@ BEGIN
     RETURN touched;
 END
 $$;
-COMMENT ON FUNCTION dm_private.sync_evidence_documents(uuid, uuid []) IS
+COMMENT ON FUNCTION dm_private.sync_evidence_documents(uuid, uuid[]) IS
 'Writes the search documents of these evidence rows from the authoritative rows: body, tsvector, versions, pending state and the eligibility mirror (is_recallable = state active and revision current). Returns the number of documents written.';
 
 -- Entity search documents: canonical name, kind and aliases.
-CREATE OR REPLACE FUNCTION dm_private.sync_entity_documents(team uuid, entity_ids uuid [])
+CREATE OR REPLACE FUNCTION dm_private.sync_entity_documents(team uuid, entity_ids uuid[])
 RETURNS integer
 LANGUAGE plpgsql
 VOLATILE
@@ -275,13 +276,13 @@ BEGIN
     RETURN touched;
 END
 $$;
-COMMENT ON FUNCTION dm_private.sync_entity_documents(uuid, uuid []) IS
+COMMENT ON FUNCTION dm_private.sync_entity_documents(uuid, uuid[]) IS
 'Writes the search documents of these entities (canonical name, kind, aliases); a changed body bumps document_version and makes it pending. Returns the number written or changed.';
 
 -- Relationship search documents: endpoint display names, predicate, object,
 -- polarity, valid-time bounds and semantic group. Never evidence text and
 -- never verifier rationale.
-CREATE OR REPLACE FUNCTION dm_private.sync_relationship_documents(team uuid, relationship_ids uuid [])
+CREATE OR REPLACE FUNCTION dm_private.sync_relationship_documents(team uuid, relationship_ids uuid[])
 RETURNS integer
 LANGUAGE plpgsql
 VOLATILE
@@ -326,7 +327,7 @@ BEGIN
     RETURN touched;
 END
 $$;
-COMMENT ON FUNCTION dm_private.sync_relationship_documents(uuid, uuid []) IS
+COMMENT ON FUNCTION dm_private.sync_relationship_documents(uuid, uuid[]) IS
 'Writes the search documents of these relationships (endpoint names, predicate, object, polarity, valid time, semantic group; never evidence text or rationale). Returns the number written or changed.';
 
 -- Does a relationship still have evidence whose text exists? Verification and
@@ -348,8 +349,10 @@ COMMENT ON FUNCTION dm_private.relationship_has_live_support(uuid, uuid) IS
 
 -- Strict jsonb readers: the write functions validate payloads with named
 -- SQLSTATEs instead of surfacing cast errors from deep inside a statement.
-CREATE OR REPLACE FUNCTION dm_private.json_text(payload jsonb, key text, what text, max_length integer,
-                                                required boolean DEFAULT false)
+CREATE OR REPLACE FUNCTION dm_private.json_text(
+    payload jsonb, key text, what text, max_length integer,
+    required boolean DEFAULT false
+)
 RETURNS text
 LANGUAGE plpgsql
 IMMUTABLE
@@ -452,7 +455,7 @@ COMMENT ON FUNCTION dm_private.json_uuid(jsonb, text, text, boolean) IS
 
 -- Rejects keys a payload does not define, so a misspelt field is an error
 -- rather than a silently ignored value.
-CREATE OR REPLACE FUNCTION dm_private.require_known_keys(payload jsonb, allowed text [], what text)
+CREATE OR REPLACE FUNCTION dm_private.require_known_keys(payload jsonb, allowed text[], what text)
 RETURNS void
 LANGUAGE plpgsql
 IMMUTABLE
@@ -473,22 +476,22 @@ BEGIN
     END IF;
 END
 $$;
-COMMENT ON FUNCTION dm_private.require_known_keys(jsonb, text [], text) IS
+COMMENT ON FUNCTION dm_private.require_known_keys(jsonb, text[], text) IS
 'SQLSTATE 22023 unless the payload is an object whose keys are all in the allowed list.';
 
 REVOKE ALL ON FUNCTION dm_private.normalize_name(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm_private.lifecycle_moves() FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm_private.resolve_move(text, text, text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm_private.record_transition(uuid, text, uuid, text, text, text, text, uuid, text) FROM PUBLIC;
-REVOKE ALL ON FUNCTION dm_private.sync_evidence_documents(uuid, uuid []) FROM PUBLIC;
-REVOKE ALL ON FUNCTION dm_private.sync_entity_documents(uuid, uuid []) FROM PUBLIC;
-REVOKE ALL ON FUNCTION dm_private.sync_relationship_documents(uuid, uuid []) FROM PUBLIC;
+REVOKE ALL ON FUNCTION dm_private.sync_evidence_documents(uuid, uuid[]) FROM PUBLIC;
+REVOKE ALL ON FUNCTION dm_private.sync_entity_documents(uuid, uuid[]) FROM PUBLIC;
+REVOKE ALL ON FUNCTION dm_private.sync_relationship_documents(uuid, uuid[]) FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm_private.relationship_has_live_support(uuid, uuid) FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm_private.json_text(jsonb, text, text, integer, boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm_private.json_unit_interval(jsonb, text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm_private.json_timestamp(jsonb, text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm_private.json_uuid(jsonb, text, text, boolean) FROM PUBLIC;
-REVOKE ALL ON FUNCTION dm_private.require_known_keys(jsonb, text [], text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION dm_private.require_known_keys(jsonb, text[], text) FROM PUBLIC;
 
 -- Read-only helpers are shared with analysts (trace and eligibility use them);
 -- writers only with the service.
@@ -500,11 +503,11 @@ densemem_app, densemem_analyst, densemem_operator;
 GRANT EXECUTE ON FUNCTION dm_private.resolve_move(text, text, text, text) TO densemem_app;
 GRANT EXECUTE ON FUNCTION dm_private.record_transition(uuid, text, uuid, text, text, text, text, uuid, text)
 TO densemem_app;
-GRANT EXECUTE ON FUNCTION dm_private.sync_evidence_documents(uuid, uuid []) TO densemem_app;
-GRANT EXECUTE ON FUNCTION dm_private.sync_entity_documents(uuid, uuid []) TO densemem_app;
-GRANT EXECUTE ON FUNCTION dm_private.sync_relationship_documents(uuid, uuid []) TO densemem_app;
+GRANT EXECUTE ON FUNCTION dm_private.sync_evidence_documents(uuid, uuid[]) TO densemem_app;
+GRANT EXECUTE ON FUNCTION dm_private.sync_entity_documents(uuid, uuid[]) TO densemem_app;
+GRANT EXECUTE ON FUNCTION dm_private.sync_relationship_documents(uuid, uuid[]) TO densemem_app;
 GRANT EXECUTE ON FUNCTION dm_private.json_text(jsonb, text, text, integer, boolean) TO densemem_app;
 GRANT EXECUTE ON FUNCTION dm_private.json_unit_interval(jsonb, text, text) TO densemem_app;
 GRANT EXECUTE ON FUNCTION dm_private.json_timestamp(jsonb, text, text) TO densemem_app;
 GRANT EXECUTE ON FUNCTION dm_private.json_uuid(jsonb, text, text, boolean) TO densemem_app;
-GRANT EXECUTE ON FUNCTION dm_private.require_known_keys(jsonb, text [], text) TO densemem_app;
+GRANT EXECUTE ON FUNCTION dm_private.require_known_keys(jsonb, text[], text) TO densemem_app;

@@ -8,7 +8,7 @@
 -- documents is rewritten in the same transaction.
 
 CREATE OR REPLACE FUNCTION dm.ingest_evidence(team_id uuid, items jsonb)
-RETURNS uuid []
+RETURNS uuid[]
 LANGUAGE plpgsql
 VOLATILE
 SET search_path = ''

@@ -9,7 +9,7 @@
 -- dm_private.conflicts; neither side is changed.
 
 CREATE OR REPLACE FUNCTION dm.upsert_entities(team_id uuid, items jsonb)
-RETURNS uuid []
+RETURNS uuid[]
 LANGUAGE plpgsql
 VOLATILE
 SET search_path = ''

@@ -54,7 +54,8 @@ COMMENT ON FUNCTION dm_private.lock_evidence(uuid, uuid) IS
 'Returns the evidence row locked FOR UPDATE; DM404 when it is not evidence of the team (unknown and foreign IDs answer alike).';
 
 CREATE OR REPLACE FUNCTION dm.record_verification(
-    team_id uuid, relationship_id uuid, decision text, rationale text DEFAULT NULL)
+    team_id uuid, relationship_id uuid, decision text, rationale text DEFAULT NULL
+)
 RETURNS uuid
 LANGUAGE plpgsql
 VOLATILE
@@ -107,7 +108,8 @@ GRANT EXECUTE ON FUNCTION dm.record_verification(uuid, uuid, text, text) TO dens
 
 CREATE OR REPLACE FUNCTION dm.move_relationship(
     team_id uuid, relationship_id uuid, move text, reason text DEFAULT NULL,
-    replacement_relationship_id uuid DEFAULT NULL)
+    replacement_relationship_id uuid DEFAULT NULL
+)
 RETURNS void
 LANGUAGE plpgsql
 VOLATILE
