@@ -185,6 +185,15 @@ EXPLAIN_SQL = (
 )
 
 
+TRACE_SQL = "SELECT (dm.trace_memory(%(relationship_id)s, %(team_id)s))::text"
+INGEST_SQL = "SELECT pg_catalog.to_jsonb(dm.ingest_evidence(%(team_id)s, %(items)s))"
+FEEDBACK_SQL = "SELECT dm.record_feedback(%(team_id)s, %(feedback)s)"
+
+
+def recall_params(body: models.RecallRequest, embedding: str | None) -> dict[str, Any]:
+    return {"query": body.query, "embedding": embedding, "request": Jsonb(dump(body, exclude={"query"}))}
+
+
 async def _recall(
     request: Request, model: type[models.RecallRequest], statement: str, operator: bool
 ) -> Response:
@@ -194,7 +203,7 @@ async def _recall(
     if not state_of(request).recently_valid(key):
         await authenticate_only(request, key)
     embedding = await embed(request, body.query)
-    params = {"query": body.query, "embedding": embedding, "request": Jsonb(dump(body, exclude={"query"}))}
+    params = recall_params(body, embedding)
     return json_response(await run(request, statement, params, operator=operator, api_key=key))
 
 
@@ -208,8 +217,7 @@ async def explain(request: Request) -> Response:
 
 async def trace(request: Request) -> Response:
     relationship_id = path_uuid(request, "relationship_id")
-    statement = "SELECT (dm.trace_memory(%(relationship_id)s, %(team_id)s))::text"
-    answer = await run(request, statement, {"relationship_id": relationship_id})
+    answer = await run(request, TRACE_SQL, {"relationship_id": relationship_id})
     if answer is None:
         raise not_found("no such relationship in this team")
     return json_response(answer)
@@ -217,8 +225,7 @@ async def trace(request: Request) -> Response:
 
 async def ingest_evidence(request: Request) -> Response:
     body = await parse_body(request, models.IngestEvidenceRequest)
-    statement = "SELECT pg_catalog.to_jsonb(dm.ingest_evidence(%(team_id)s, %(items)s))"
-    ids = await run(request, statement, {"items": Jsonb(dump(body)["items"])})
+    ids = await run(request, INGEST_SQL, {"items": Jsonb(dump(body)["items"])})
     return json_response(_json({"evidence_ids": ids}), 201)
 
 
@@ -298,8 +305,7 @@ async def add_hypothesis(request: Request) -> Response:
 
 async def record_feedback(request: Request) -> Response:
     body = await parse_body(request, models.FeedbackRequest)
-    statement = "SELECT dm.record_feedback(%(team_id)s, %(feedback)s)"
-    feedback_id = await run(request, statement, {"feedback": Jsonb(dump(body))})
+    feedback_id = await run(request, FEEDBACK_SQL, {"feedback": Jsonb(dump(body))})
     return json_response(_json({"feedback_id": str(feedback_id)}), 201)
 
 
