@@ -52,15 +52,18 @@ GRANT EXECUTE ON FUNCTION dm_private.recall_tsqueries(text, regconfig)
 TO densemem_app, densemem_analyst, densemem_operator, densemem_searcher;
 
 -- Full-text candidates of one team: eligible evidence documents matching the
--- query, at most scan_cap per tsquery before ranking, ranked by
--- ts_rank_cd against the any-terms query (all-terms when there is none),
--- top `candidates.fulltext`, one row per evidence.
+-- query, at most scan_cap per tsquery before ranking; the rank_cap best by
+-- ts_rank, then ordered by ts_rank_cd against the any-terms query (all-terms
+-- when there is none); top `candidates.fulltext`, one row per evidence.
 CREATE OR REPLACE FUNCTION dm_private.recall_fulltext_candidates(team_id uuid, query text, req jsonb, settings jsonb)
 RETURNS SETOF dm_private.recall_branch_hit
 LANGUAGE plpgsql
 STABLE
 SECURITY DEFINER
 SET search_path = ''
+-- Generic plans estimate a team as ndistinct-average and pick the wrong index;
+-- a custom plan per call sees the team's real size.
+SET plan_cache_mode = force_custom_plan
 AS $$
 DECLARE
     team constant uuid := dm_private.require_team(recall_fulltext_candidates.team_id);
@@ -68,6 +71,7 @@ DECLARE
     scan_cap integer := COALESCE((settings #>> '{fulltext,scan_cap}')::integer, 1000);
     cap integer := COALESCE((settings #>> '{candidates,fulltext}')::integer, 100);
     normalization integer := COALESCE((settings #>> '{fulltext,rank_normalization}')::integer, 1);
+    rank_cap integer := GREATEST(cap, COALESCE((settings #>> '{fulltext,rank_cap}')::integer, 2 * cap));
     use_or boolean := COALESCE((settings #>> '{fulltext,or_terms}')::boolean, true);
     all_q tsquery;
     any_q tsquery;
@@ -146,10 +150,18 @@ BEGIN
             FROM matched AS m
             ORDER BY m.document_id
         ),
-        ranked AS (
-            SELECT dm.document_id, dm.subject_id,
-                   pg_catalog.ts_rank_cd(dm.search_vector, COALESCE(any_q, all_q), normalization)::double precision AS score
+        prefiltered AS (
+            -- ts_rank is about four times cheaper than ts_rank_cd: it picks
+            -- the rank_cap best of the capped matches, which ts_rank_cd orders
+            SELECT dm.document_id, dm.subject_id, dm.search_vector
             FROM distinct_matches AS dm
+            ORDER BY pg_catalog.ts_rank(dm.search_vector, COALESCE(any_q, all_q), normalization) DESC, dm.subject_id
+            LIMIT rank_cap
+        ),
+        ranked AS (
+            SELECT pf.document_id, pf.subject_id,
+                   pg_catalog.ts_rank_cd(pf.search_vector, COALESCE(any_q, all_q), normalization)::double precision AS score
+            FROM prefiltered AS pf
         )
         SELECT 'fulltext'::text, r.document_id, r.subject_id,
                (pg_catalog.row_number() OVER (ORDER BY r.score DESC, r.subject_id))::integer,
@@ -177,6 +189,9 @@ LANGUAGE plpgsql
 STABLE
 SECURITY DEFINER
 SET search_path = ''
+-- Generic plans estimate a team as ndistinct-average and pick the wrong index;
+-- a custom plan per call sees the team's real size.
+SET plan_cache_mode = force_custom_plan
 AS $$
 DECLARE
     team constant uuid := dm_private.require_team(recall_exact_candidates.team_id);

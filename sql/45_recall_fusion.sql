@@ -21,56 +21,57 @@ SET search_path = ''
 AS $$
     WITH params AS (
         SELECT COALESCE((settings #>> '{fusion,rrf_k}')::double precision, 60) AS k,
-               COALESCE(settings #>> '{fusion,method}', 'rrf') AS method,
+               COALESCE(settings #>> '{fusion,method}', 'rrf') = 'priority' AS by_priority,
                COALESCE((settings #>> '{candidates,fused}')::integer, 100) AS cap
+    ),
+    branch AS (
+        -- one row per branch present: its weight and its place in branch_priority
+        SELECT b.branch,
+               COALESCE((settings -> 'fusion' -> 'branch_weights' ->> b.branch)::double precision, 1.0) AS weight,
+               COALESCE((SELECT p.ord FROM pg_catalog.jsonb_array_elements_text(settings #> '{fusion,branch_priority}')
+                             WITH ORDINALITY AS p (branch, ord)
+                         WHERE p.branch = b.branch), 1000) AS priority
+        FROM (SELECT DISTINCT h.branch FROM pg_catalog.unnest(hits) AS h) AS b
     ),
     unit AS (
         -- (branch, evidence_id) once, at its best rank
-        SELECT DISTINCT ON (h.branch, h.evidence_id) h.branch, h.evidence_id, h.document_id, h.branch_rank
+        SELECT h.branch, h.evidence_id, (pg_catalog.array_agg(h.document_id))[1] AS document_id,
+               pg_catalog.min(h.branch_rank) AS branch_rank
         FROM pg_catalog.unnest(hits) AS h
         WHERE h.evidence_id IS NOT NULL
-        ORDER BY h.branch, h.evidence_id, h.branch_rank
-    ),
-    weighted AS (
-        SELECT u.*,
-               COALESCE((settings #>> ARRAY['fusion', 'branch_weights', u.branch])::double precision, 1.0) AS weight,
-               COALESCE((SELECT p.ord FROM pg_catalog.jsonb_array_elements_text(settings #> '{fusion,branch_priority}')
-                             WITH ORDINALITY AS p (branch, ord)
-                         WHERE p.branch = u.branch), 1000) AS priority
-        FROM unit AS u
-    ),
-    best_possible AS (
-        SELECT pg_catalog.sum(b.weight / ((SELECT k FROM params) + 1)) AS score
-        FROM (SELECT DISTINCT w.branch, w.weight FROM weighted AS w) AS b
+        GROUP BY h.branch, h.evidence_id
     ),
     per_evidence AS (
-        SELECT w.evidence_id,
-               (pg_catalog.array_agg(w.document_id))[1] AS document_id,
-               pg_catalog.sum(w.weight / ((SELECT k FROM params) + w.branch_rank)) AS rrf,
-               pg_catalog.min(w.priority * 1000000 + w.branch_rank) AS priority_key,
-               pg_catalog.min(w.branch_rank) FILTER (WHERE w.branch = 'fulltext') AS fulltext_rank,
-               pg_catalog.min(w.branch_rank) FILTER (WHERE w.branch = 'vector') AS vector_rank,
-               pg_catalog.min(w.branch_rank) FILTER (WHERE w.branch = 'exact') AS exact_rank
-        FROM weighted AS w
-        GROUP BY w.evidence_id
+        SELECT u.evidence_id,
+               (pg_catalog.array_agg(u.document_id))[1] AS document_id,
+               pg_catalog.sum(b.weight / (p.k + u.branch_rank)) AS rrf,
+               pg_catalog.min(b.priority * 1000000 + u.branch_rank) AS priority_key,
+               pg_catalog.min(u.branch_rank) FILTER (WHERE u.branch = 'fulltext') AS fulltext_rank,
+               pg_catalog.min(u.branch_rank) FILTER (WHERE u.branch = 'vector') AS vector_rank,
+               pg_catalog.min(u.branch_rank) FILTER (WHERE u.branch = 'exact') AS exact_rank
+        FROM unit AS u
+        JOIN branch AS b ON b.branch = u.branch
+        CROSS JOIN params AS p
+        GROUP BY u.evidence_id
     ),
     ordered AS (
         SELECT e.*,
                pg_catalog.row_number() OVER (
-                   ORDER BY CASE WHEN (SELECT method FROM params) = 'priority' THEN e.priority_key::double precision
-                                 ELSE -e.rrf END,
+                   ORDER BY CASE WHEN p.by_priority THEN e.priority_key::double precision ELSE -e.rrf END,
                             e.evidence_id) AS position,
-               pg_catalog.count(*) OVER () AS total
+               pg_catalog.count(*) OVER () AS total,
+               p.by_priority, p.cap,
+               (SELECT pg_catalog.sum(b.weight) FROM branch AS b) / (p.k + 1) AS best_possible
         FROM per_evidence AS e
+        CROSS JOIN params AS p
     )
     SELECT o.document_id, o.evidence_id,
-           CASE WHEN (SELECT method FROM params) = 'priority' THEN (o.total - o.position + 1)::double precision / o.total
-                ELSE o.rrf END,
-           CASE WHEN (SELECT method FROM params) = 'priority' THEN (o.total - o.position + 1)::double precision / o.total
-                ELSE LEAST(1.0, o.rrf / NULLIF((SELECT b.score FROM best_possible AS b), 0)) END,
+           CASE WHEN o.by_priority THEN (o.total - o.position + 1)::double precision / o.total ELSE o.rrf END,
+           CASE WHEN o.by_priority THEN (o.total - o.position + 1)::double precision / o.total
+                ELSE LEAST(1.0, o.rrf / NULLIF(o.best_possible, 0)) END,
            o.fulltext_rank::integer, o.vector_rank::integer, o.exact_rank::integer, o.position::integer
     FROM ordered AS o
-    WHERE o.position <= (SELECT cap FROM params)
+    WHERE o.position <= o.cap
     ORDER BY o.position
 $$;
 COMMENT ON FUNCTION dm_private.recall_fuse(dm_private.recall_branch_hit [], jsonb) IS

@@ -30,6 +30,9 @@ LANGUAGE plpgsql
 STABLE
 SECURITY DEFINER
 SET search_path = ''
+-- Generic plans estimate a team as ndistinct-average and pick the wrong index;
+-- a custom plan per call sees the team's real size.
+SET plan_cache_mode = force_custom_plan
 AS $$
 DECLARE
     team constant uuid := dm_private.require_team(recall_rerank.team_id);
@@ -59,7 +62,9 @@ DECLARE
     ids uuid [] := ARRAY(SELECT f.document_id FROM pg_catalog.unnest(fused) AS f);
     evidence_ids uuid [] := ARRAY(SELECT f.evidence_id FROM pg_catalog.unnest(fused) AS f);
     scopes text [] := dm_private.authenticated_scopes();
+    needs_lower boolean;
 BEGIN
+    needs_lower := pg_catalog.cardinality(anchors) > 0 OR pg_catalog.cardinality(phrases) > 0;
     IF pg_catalog.cardinality(ids) = 0 THEN
         RETURN;
     END IF;
@@ -83,10 +88,12 @@ BEGIN
             SELECT f.*, d.body, d.search_vector, d.memory_type, d.source_created_at, d.sequence_number,
                    COALESCE(d.importance, 0.5)::double precision AS importance,
                    COALESCE(d.confidence, 1.0)::double precision AS confidence,
-                   pg_catalog.lower(d.body) AS lower_body
-            FROM pg_catalog.unnest(fused) AS f
-            JOIN dm_private.search_documents AS d ON d.team_id = team AND d.document_id = f.document_id
-            WHERE d.subject_kind = 'evidence'
+                   CASE WHEN needs_lower THEN pg_catalog.lower(d.body) END AS lower_body
+            FROM dm_private.search_documents AS d
+            JOIN pg_catalog.unnest(fused) AS f ON f.document_id = d.document_id
+            WHERE d.team_id = team
+              AND d.document_id = ANY (ids)
+              AND d.subject_kind = 'evidence'
               AND d.policy_labels <@ scopes
         ),
         anchored AS (
@@ -150,7 +157,7 @@ BEGIN
                            pg_catalog.percent_rank() OVER (ORDER BY a.source_created_at DESC NULLS FIRST)
                    END::double precision AS temporal,
                    pg_catalog.octet_length(a.body) AS body_bytes,
-                   pg_catalog.md5(pg_catalog.regexp_replace(pg_catalog.btrim(a.lower_body), '\s+', ' ', 'g')) AS body_key
+                   pg_catalog.md5(a.body) AS body_key
             FROM anchored AS a
             LEFT JOIN usage AS u ON u.evidence_id = a.evidence_id
             LEFT JOIN support AS s ON s.evidence_id = a.evidence_id

@@ -20,6 +20,9 @@ LANGUAGE plpgsql
 STABLE
 SECURITY DEFINER
 SET search_path = ''
+-- Generic plans estimate a team as ndistinct-average and pick the wrong index;
+-- a custom plan per call sees the team's real size.
+SET plan_cache_mode = force_custom_plan
 AS $$
 DECLARE
     team constant uuid := dm_private.require_team(recall_similarity_matrix.team_id);
@@ -29,31 +32,36 @@ BEGIN
     IF n = 0 THEN
         RETURN '{}';
     END IF;
-    WITH pool AS (
-        SELECT p.document_id, p.ord::integer AS ord, pg_catalog.left(d.body, 500) AS head, e.embedding
+    WITH documents AS (
+        SELECT d.document_id, d.body, d.document_version, d.source_version
+        FROM dm_private.search_documents AS d
+        WHERE d.team_id = team AND d.document_id = ANY (document_ids)
+    ),
+    vectors AS (
+        SELECT e.document_id, e.embedding
+        FROM dm_private.document_embeddings AS e
+        JOIN documents AS d ON d.document_id = e.document_id
+        WHERE e.team_id = team AND e.document_id = ANY (document_ids)
+          AND e.contract_id = (SELECT c.contract_id FROM dm_private.embedding_contracts AS c WHERE c.is_active)
+          AND e.document_version = d.document_version AND e.source_version = d.source_version
+    ),
+    pool AS (
+        SELECT p.document_id, p.ord::integer AS ord, pg_catalog.left(d.body, 500) AS head, v.embedding
         FROM pg_catalog.unnest(document_ids) WITH ORDINALITY AS p (document_id, ord)
-        LEFT JOIN dm_private.search_documents AS d ON d.team_id = team AND d.document_id = p.document_id
-        LEFT JOIN dm_private.embedding_contracts AS c ON c.is_active
-        LEFT JOIN dm_private.document_embeddings AS e
-            ON e.team_id = team AND e.document_id = d.document_id AND e.contract_id = c.contract_id
-           AND e.document_version = d.document_version AND e.source_version = d.source_version
+        LEFT JOIN documents AS d ON d.document_id = p.document_id
+        LEFT JOIN vectors AS v ON v.document_id = p.document_id
     ),
     pairs AS (
         SELECT a.ord AS i, b.ord AS j,
-               COALESCE(CASE WHEN a.embedding IS NOT NULL AND b.embedding IS NOT NULL
-                             THEN 1.0 - (a.embedding OPERATOR(public.<=>) b.embedding)
-                             ELSE public.similarity(a.head, b.head) END, 0)::double precision AS sim
+               CASE WHEN a.ord = b.ord THEN 1.0
+                    ELSE COALESCE(CASE WHEN a.embedding IS NOT NULL AND b.embedding IS NOT NULL
+                                       THEN 1.0 - (a.embedding OPERATOR(public.<=>) b.embedding)
+                                       ELSE public.similarity(a.head, b.head) END, 0)
+               END::double precision AS sim
         FROM pool AS a
-        JOIN pool AS b ON a.ord < b.ord
-    ),
-    full_matrix AS (
-        SELECT p.i, p.j, p.sim FROM pairs AS p
-        UNION ALL
-        SELECT p.j, p.i, p.sim FROM pairs AS p
-        UNION ALL
-        SELECT o.ord, o.ord, 1.0::double precision FROM pool AS o
+        CROSS JOIN pool AS b
     )
-    SELECT pg_catalog.array_agg(m.sim ORDER BY m.i, m.j) INTO matrix FROM full_matrix AS m;
+    SELECT pg_catalog.array_agg(m.sim ORDER BY m.i, m.j) INTO matrix FROM pairs AS m;
     RETURN matrix;
 END
 $$;

@@ -13,6 +13,9 @@ RETURNS TABLE (evidence_id uuid, context text, source_id uuid, source_external_i
 LANGUAGE sql
 STABLE
 SET search_path = ''
+-- Generic plans estimate a team as ndistinct-average and pick the wrong index;
+-- a custom plan per call sees the team's real size.
+SET plan_cache_mode = force_custom_plan
 AS $$
     SELECT e.evidence_id, e.text, e.source_id, s.external_id
     FROM dm_private.evidence AS e

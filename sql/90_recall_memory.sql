@@ -30,6 +30,10 @@ BEGIN
     IF pg_catalog.to_regprocedure('dm.parse_query(text,uuid,timestamp with time zone)') IS NULL THEN
         RETURN NULL;
     END IF;
+    -- Load pg_trgm's library before the parser's functions SET its
+    -- parameters: a placeholder set first fails when the library later
+    -- loads in the same session (the MMR text similarity loads it).
+    PERFORM public.similarity('', '');
     EXECUTE 'SELECT dm.parse_query($1, $2, $3)' INTO parsed USING query, team_id, clock;
     RETURN parsed;
 END
