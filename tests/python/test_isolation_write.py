@@ -704,3 +704,28 @@ def test_another_teams_id_reads_like_an_unknown_id(world: World, function: str) 
     assert foreign[0] == "DM404"
     assert foreign == unknown
     assert str(theirs) not in json.dumps([str(part) for part in foreign])
+
+
+ANALYST_CALLS = {
+    "ingest_evidence": "SELECT dm.ingest_evidence(%(team)s, '[]')",
+    "upsert_entities": "SELECT dm.upsert_entities(%(team)s, '[]')",
+    "assert_relationship": "SELECT dm.assert_relationship(%(team)s, '{}')",
+    "record_verification": "SELECT dm.record_verification(%(team)s, %(id)s, 'fact')",
+    "move_relationship": "SELECT dm.move_relationship(%(team)s, %(id)s, 'retract')",
+    "move_evidence": "SELECT dm.move_evidence(%(team)s, %(id)s, 'retract')",
+    "erase_evidence": "SELECT dm.erase_evidence(%(team)s, %(id)s)",
+    "add_hypothesis": "SELECT dm.add_hypothesis(%(team)s, '{}')",
+    "record_feedback": "SELECT dm.record_feedback(%(team)s, '{}')",
+    "take_usage_snapshot": "SELECT dm.take_usage_snapshot(%(team)s)",
+}
+
+
+@pytest.mark.parametrize("function", list(ANALYST_CALLS))
+def test_analysts_cannot_call_write_functions(world: World, function: str) -> None:
+    """Analysts and operators read under RLS; every write goes through the service role."""
+    assert set(ANALYST_CALLS) == set(TEAM_MISMATCH_CALLS)
+    for role in ("densemem_analyst", "densemem_operator"):
+        analyst = Principal(world.a.team_id, world.a.principal.profile_id, role=role)  # type: ignore[arg-type]
+        with psycopg.connect(world.url) as conn, pytest.raises(psycopg.errors.InsufficientPrivilege):  # noqa: SIM117
+            with acting_as(conn, analyst) as cur:
+                cur.execute(ANALYST_CALLS[function], {"team": world.a.team_id, "id": world.a.evidence_ids[0]})
