@@ -96,8 +96,8 @@ DECLARE
         '(?<![0-9A-Za-z_.+])[vV]?(?:0|[1-9][0-9]{0,8})\.(?:0|[1-9][0-9]{0,8})\.(?:0|[1-9][0-9]{0,8})(?:-[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?(?:\+[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?(?![0-9A-Za-z_+-]|\.[0-9A-Za-z])',
         -- 9 issue key: upper-case project key of 2-10 characters, hyphen, number without leading zero.
         '(?<![0-9A-Za-z_-])[A-Z][A-Z0-9]{1,9}-[1-9][0-9]{0,6}(?![0-9A-Za-z_]|-[0-9A-Za-z])',
-        -- 10 hash: a run of 7-64 hex digits in one letter case (length and mix rules below).
-        '(?<![0-9A-Za-z_])(?:[0-9a-f]{7,64}|[0-9A-F]{7,64})(?![0-9A-Za-z_])'];
+        -- 10 hash: a run of 7-64 hex digits in one letter case, not joined by a hyphen (length and mix rules below).
+        '(?<![0-9A-Za-z_-])(?:[0-9a-f]{7,64}|[0-9A-F]{7,64})(?![0-9A-Za-z_-])'];
 BEGIN
     -- E-mail addresses: masked so that their parts are not read as anchors.
     IF pg_catalog.strpos(t, '@') > 0 THEN
@@ -169,7 +169,7 @@ COMMENT ON FUNCTION dm_private.parse_anchors(text) IS
 -- Time: a window, an intent and the temporal-question flag, relative to the
 -- injected clock, in UTC. Calendar periods are half-open [from, to); several
 -- window expressions intersect (an empty intersection keeps the first);
--- since / from / after / before / until / by open one side. Every form is in
+-- since / after / before / until / by open one side. Every form is in
 -- docs/QUERY_GRAMMAR.md.
 CREATE OR REPLACE FUNCTION dm_private.parse_time(prepared text, clock timestamptz)
 RETURNS jsonb
@@ -187,7 +187,7 @@ DECLARE
     -- One expression finds every window expression: an optional opening word
     -- (since, before, ...), an optional preposition (in, on, ...), a base form.
     window_re constant text :=
-        '(?:\m(?:since|before|after|until|till|from|by|prior +to) +)?(?:\m(?:in|during|on|of|throughout|around) +)?(?:the +)?\m(?:'
+        '(?:\m(?:since|before|after|until|till|by|prior +to) +)?(?:\m(?:in|during|on|of|from|throughout|around) +)?(?:the +)?\m(?:'
         || '[0-9]{4}-[0-9]{2}-[0-9]{2}'
         || '|(?:[0-3]?[0-9])(?:st|nd|rd|th)? +(?:of +)?(?:january|february|march|april|may|june|july|august|september|october|november|december|sept|jan|feb|mar|apr|jun|jul|aug|sep|oct|nov|dec),? *(?:19|20)[0-9]{2}'
         || '|(?:january|february|march|april|may|june|july|august|september|october|november|december|sept|jan|feb|mar|apr|jun|jul|aug|sep|oct|nov|dec) +(?:[0-3]?[0-9])(?:st|nd|rd|th)?,? *(?:19|20)[0-9]{2}'
@@ -238,7 +238,7 @@ BEGIN
             pos := pg_catalog.regexp_instr(t, window_re, pos, 1, 1);
             expr := pg_catalog.regexp_replace(expr, ' +', ' ', 'g');
             p := pg_catalog.regexp_match(expr,
-                '^(?:(since|before|after|until|till|from|by|prior to) )?(?:(in|during|on|of|throughout|around) )?(?:the )?(.*)$');
+                '^(?:(since|before|after|until|till|by|prior to) )?(?:(in|during|on|of|from|throughout|around) )?(?:the )?(.*)$');
             prefix := p[1];
             prep := p[2];
             b := p[3];
@@ -367,8 +367,8 @@ BEGIN
                 END IF;
             END IF;
 
-            -- since / from / after / before / until / by open one side.
-            IF prefix IN ('since', 'from') THEN
+            -- since / after / before / until / by open one side.
+            IF prefix = 'since' THEN
                 w_to := NULL;
             ELSIF prefix = 'after' THEN
                 w_from := w_to;

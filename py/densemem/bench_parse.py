@@ -47,7 +47,8 @@ BEGIN
             started := clock_timestamp();
             parsed := dm.parse_query(q, team, clock);
             IF pass > 1 THEN
-                timings := timings || (extract(epoch FROM clock_timestamp() - started) * 1000.0)::double precision;
+                timings := timings
+                    || (extract(epoch FROM clock_timestamp() - started) * 1000.0)::double precision;
             END IF;
         END LOOP;
     END LOOP;
@@ -71,7 +72,9 @@ def load_locomo(path: Path) -> tuple[list[str], list[str]]:
                 continue
             for turn in turns:
                 # Capitalized words not at the start of a sentence: proper nouns, mostly.
-                for match in re.finditer(r"(?<=[a-z,] )([A-Z][a-z]{2,}(?: [A-Z][a-z]{2,})?)", str(turn.get("text", ""))):
+                for match in re.finditer(
+                    r"(?<=[a-z,] )([A-Z][a-z]{2,}(?: [A-Z][a-z]{2,})?)", str(turn.get("text", ""))
+                ):
                     names.add(match.group(1))
     return questions, sorted(names)
 
@@ -90,10 +93,12 @@ def run(url: str, questions: list[str], names: list[str], passes: int) -> list[f
     with psycopg.connect(url) as conn:
         try:
             conn.execute(
-                "INSERT INTO dm_private.teams (team_id, name) VALUES (%s, %s)", (team, f"bench-parse-{team.hex[:8]}")
+                "INSERT INTO dm_private.teams (team_id, name) VALUES (%s, %s)",
+                (team, f"bench-parse-{team.hex[:8]}"),
             )
             conn.execute(
-                "INSERT INTO dm_private.profiles (team_id, profile_id, name) VALUES (%s, %s, 'bench')", (team, profile)
+                "INSERT INTO dm_private.profiles (team_id, profile_id, name) VALUES (%s, %s, 'bench')",
+                (team, profile),
             )
             conn.execute(_TIMER_SQL)
             conn.execute(
@@ -131,11 +136,15 @@ def _bench_parse(args: argparse.Namespace, settings: Settings) -> int:
     questions, names = load_locomo(path)
     url = db.database_url(settings)
     timings = run(url, questions, names, args.passes)
-    print(f"dm.parse_query on {len(questions)} LoCoMo questions x {args.passes} passes "
-          f"({len(names)} entities in the team), timed in-database (PL/pgSQL loop, clock_timestamp):")
+    print(
+        f"dm.parse_query on {len(questions)} LoCoMo questions x {args.passes} passes "
+        f"({len(names)} entities in the team), timed in-database (PL/pgSQL loop, clock_timestamp):"
+    )
     print(f"  calls {len(timings)}  mean {statistics.fmean(timings):.3f} ms")
-    print(f"  p50 {percentile(timings, 0.50):.3f} ms  p95 {percentile(timings, 0.95):.3f} ms  "
-          f"p99 {percentile(timings, 0.99):.3f} ms  max {max(timings):.3f} ms")
+    print(
+        f"  p50 {percentile(timings, 0.50):.3f} ms  p95 {percentile(timings, 0.95):.3f} ms  "
+        f"p99 {percentile(timings, 0.99):.3f} ms  max {max(timings):.3f} ms"
+    )
     return 0
 
 
@@ -148,8 +157,16 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     sub: argparse._SubParsersAction[argparse.ArgumentParser] = (
         groups[0] if groups else bench.add_subparsers(dest="bench_target", required=True)
     )
-    parser = sub.add_parser("parse", help="dm.parse_query latency on the LoCoMo questions",
-                            description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--locomo", type=Path, default=DEFAULT_LOCOMO, help="LoCoMo JSON file (read at run time)")
-    parser.add_argument("--passes", type=int, default=3, help="timed passes over the questions (after one warm-up)")
+    parser = sub.add_parser(
+        "parse",
+        help="dm.parse_query latency on the LoCoMo questions",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--locomo", type=Path, default=DEFAULT_LOCOMO, help="LoCoMo JSON file (read at run time)"
+    )
+    parser.add_argument(
+        "--passes", type=int, default=3, help="timed passes over the questions (after one warm-up)"
+    )
     parser.set_defaults(handler=_bench_parse)
