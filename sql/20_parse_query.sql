@@ -89,9 +89,9 @@ DECLARE
         -- 5 repo@branch (e-mail addresses were masked before).
         '(?<![A-Za-z0-9_.:/@+-])[A-Za-z0-9][A-Za-z0-9_.-]*@[A-Za-z0-9](?:[A-Za-z0-9_./-]*[A-Za-z0-9])?(?![A-Za-z0-9_@-])',
         -- 6 uuid: 8-4-4-4-12 hex digits.
-        '(?<![0-9A-Za-z_])[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}(?![0-9A-Za-z_])',
+        '(?<![0-9A-Za-z_.+])[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}(?![0-9A-Za-z_])',
         -- 7 server id, our own grammar: srv- then 1-8 groups of letters and digits joined by hyphens.
-        '(?<![0-9A-Za-z_-])[Ss][Rr][Vv](?:-[A-Za-z0-9]+){1,8}(?![A-Za-z0-9_]|-[A-Za-z0-9])',
+        '(?<![0-9A-Za-z_.+-])[Ss][Rr][Vv](?:-[A-Za-z0-9]+){1,8}(?![A-Za-z0-9_]|-[A-Za-z0-9])',
         -- 8 semantic version: [v]MAJOR.MINOR.PATCH[-pre][+build], not inside a longer dotted number.
         '(?<![0-9A-Za-z_.+])[vV]?(?:0|[1-9][0-9]{0,8})\.(?:0|[1-9][0-9]{0,8})\.(?:0|[1-9][0-9]{0,8})(?:-[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?(?:\+[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?(?![0-9A-Za-z_+-]|\.[0-9A-Za-z])',
         -- 9 issue key: upper-case project key of 2-10 characters, hyphen, number without leading zero.
