@@ -22,31 +22,18 @@ PARALLEL SAFE
 SET search_path = ''
 AS $$
     WITH words AS (
-        SELECT w.ord, w.word
-        FROM (
-            SELECT t.ord,
-                   pg_catalog.regexp_replace(
-                       pg_catalog.regexp_replace(pg_catalog.lower(t.token), '^[^[:alnum:]]+|[^[:alnum:]]+$', '', 'g'),
-                       '''s$', '') AS word
-            FROM pg_catalog.regexp_split_to_table(pg_catalog.left(COALESCE(query, ''), 2000), '\s+')
-                WITH ORDINALITY AS t (token, ord)
-        ) AS w
-        WHERE w.word <> ''
-        ORDER BY w.ord
-        LIMIT 32
-    ),
-    numbered AS (
-        SELECT pg_catalog.row_number() OVER (ORDER BY words.ord) AS n, words.word FROM words
+        SELECT (pg_catalog.regexp_split_to_array(
+                    pg_catalog.btrim(pg_catalog.regexp_replace(
+                        pg_catalog.regexp_replace(pg_catalog.lower(pg_catalog.left(COALESCE(query, ''), 2000)),
+                                                  '''s\M', '', 'g'),
+                        '[?!,;:"()\[\]{}]+|\.(\s|$)|\s''|''(\s|$)|^''', ' ', 'g')),
+                    '\s+'))[1:32] AS w
     )
-    SELECT COALESCE(pg_catalog.array_agg(DISTINCT g.ngram), '{}'::text [])
-    FROM (
-        SELECT pg_catalog.string_agg(b.word, ' ' ORDER BY b.n) AS ngram
-        FROM numbered AS a
-        CROSS JOIN pg_catalog.generate_series(0, 3) AS len (extra)
-        JOIN numbered AS b ON b.n BETWEEN a.n AND a.n + len.extra
-        GROUP BY a.n, len.extra
-        HAVING pg_catalog.count(*) = len.extra + 1
-    ) AS g
+    SELECT COALESCE(pg_catalog.array_agg(DISTINCT pg_catalog.array_to_string(words.w[i:i + len], ' ')), '{}'::text [])
+    FROM words
+    CROSS JOIN LATERAL pg_catalog.generate_subscripts(words.w, 1) AS i
+    CROSS JOIN pg_catalog.generate_series(0, 3) AS len
+    WHERE i + len <= pg_catalog.cardinality(words.w) AND words.w[i] <> ''
 $$;
 COMMENT ON FUNCTION dm_private.discovery_name_ngrams(text) IS
 'Normalized 1- to 4-word n-grams of a query (first 32 words), the keys probed by exact and trigram entity-name lookup.';
@@ -67,13 +54,17 @@ $$;
 COMMENT ON FUNCTION dm_private.discovery_lexemes(text) IS
 'English lexemes of a text (underscores read as spaces, first 2,000 characters): the relevance vocabulary of discovery.';
 
--- Entity seeds from the query text: exact names and aliases, trigram
--- similarity, entity documents by full text, and entity / relationship
--- documents by vector when a query embedding is given. SECURITY DEFINER owned
--- by densemem_searcher so the trigram, full-text and vector operators (not
--- leakproof) can use their indexes; the team predicate is explicit in every
--- branch and must equal the authenticated team. It returns only entity IDs of
--- that team; the walk re-reads relationships under RLS.
+-- Entity seeds from the query text. Exact names and aliases first (a btree
+-- probe per query n-gram). Only when no name or alias is spelled in the
+-- query do the fuzzy branches run: trigram similarity of single query words
+-- (at most 5 words of 5+ characters that are not stop words, 20 index
+-- candidates each), entity documents by full text (50 candidates), and
+-- entity / relationship documents by vector when a query embedding is given.
+-- SECURITY DEFINER owned by densemem_searcher so the trigram, full-text and
+-- vector operators (not leakproof) can use their indexes; the team predicate
+-- is explicit in every branch and must equal the authenticated team. It
+-- returns only entity IDs of that team; the walk re-reads relationships
+-- under RLS.
 CREATE OR REPLACE FUNCTION dm_private.discovery_entity_seeds(
     seed_team_id uuid,
     query text,
@@ -85,11 +76,15 @@ LANGUAGE plpgsql
 STABLE
 SECURITY DEFINER
 SET search_path = ''
+SET plan_cache_mode = 'force_generic_plan'
 AS $$
+#variable_conflict use_column
 DECLARE
     ngrams text [];
+    fuzzy_words text [];
     or_query tsquery;
     active_contract integer;
+    exact_found integer;
 BEGIN
     IF seed_team_id IS NULL OR seed_team_id IS DISTINCT FROM dm_private.authenticated_team_id() THEN
         RAISE EXCEPTION 'team_id does not match the authenticated team' USING ERRCODE = '42501';
@@ -98,6 +93,35 @@ BEGIN
         RETURN;
     END IF;
     ngrams := dm_private.discovery_name_ngrams(query);
+
+    -- Names and aliases spelled as in the query: the strongest signal,
+    -- longer names first ("dense mem" over "mem").
+    RETURN QUERY
+    SELECT x.entity_id, x.score
+    FROM (
+        SELECT n.entity_id,
+               pg_catalog.max(2.0 + 0.1 * pg_catalog.array_length(pg_catalog.string_to_array(n.normalized_name, ' '), 1))
+                   ::double precision AS score
+        FROM dm_private.entity_names AS n
+        WHERE n.team_id = seed_team_id
+          AND n.normalized_name = ANY(ngrams)
+        GROUP BY n.entity_id
+    ) AS x
+    ORDER BY x.score DESC, x.entity_id
+    LIMIT seed_limit;
+    GET DIAGNOSTICS exact_found = ROW_COUNT;
+    IF exact_found > 0 THEN
+        RETURN;
+    END IF;
+
+    fuzzy_words := ARRAY(
+        SELECT g.word
+        FROM pg_catalog.unnest(ngrams) AS g (word)
+        WHERE pg_catalog.strpos(g.word, ' ') = 0
+          AND pg_catalog.length(g.word) >= 5
+          AND pg_catalog.length(pg_catalog.to_tsvector('english'::regconfig, g.word)) > 0
+        ORDER BY pg_catalog.length(g.word) DESC, g.word
+        LIMIT 5);
     SELECT pg_catalog.string_agg(pg_catalog.quote_literal(l.lexeme), ' | ')::tsquery
     INTO or_query
     FROM pg_catalog.unnest(dm_private.discovery_lexemes(query)) AS l (lexeme);
@@ -108,28 +132,23 @@ BEGIN
     END IF;
 
     RETURN QUERY
-    WITH exact AS (
-        -- Names and aliases spelled as in the query: the strongest signal,
-        -- longer names first ("dense mem" over "mem").
-        SELECT n.entity_id, 2.0 + 0.1 * pg_catalog.array_length(pg_catalog.string_to_array(n.normalized_name, ' '), 1)
-            AS score
-        FROM dm_private.entity_names AS n
-        WHERE n.team_id = seed_team_id
-          AND n.normalized_name = ANY(ngrams)
-    ),
-    fuzzy AS (
-        -- Misspellings: trigram similarity per n-gram of 4+ characters, bounded per n-gram.
+    WITH fuzzy AS (
+        -- Misspellings: trigram similarity per query word, bounded per word.
         SELECT f.entity_id, 1.5 * f.sim AS score
-        FROM pg_catalog.unnest(ngrams) AS g (ngram)
+        FROM pg_catalog.unnest(fuzzy_words) AS g (word)
         CROSS JOIN LATERAL (
-            SELECT n.entity_id, public.similarity(n.normalized_name, g.ngram) AS sim
-            FROM dm_private.entity_names AS n
-            WHERE n.team_id = seed_team_id
-              AND n.normalized_name OPERATOR(public.%) g.ngram
-            ORDER BY public.similarity(n.normalized_name, g.ngram) DESC, n.entity_id
+            SELECT c.entity_id, public.similarity(c.normalized_name, g.word) AS sim
+            FROM (
+                SELECT n.entity_id, n.normalized_name
+                FROM dm_private.entity_names AS n
+                WHERE n.team_id = seed_team_id
+                  AND n.normalized_name OPERATOR(public.%) g.word
+                LIMIT 20
+            ) AS c
+            ORDER BY 2 DESC, c.entity_id
             LIMIT 3
         ) AS f
-        WHERE pg_catalog.length(g.ngram) >= 4 AND f.sim >= 0.5
+        WHERE f.sim >= 0.5
     ),
     fulltext AS (
         -- Entity documents (canonical name, aliases, kind) sharing a lexeme with the query.
@@ -179,8 +198,7 @@ BEGIN
           AND r.status = 'active' AND r.tier IN ('validated_claim', 'fact')
     ),
     found AS (
-        SELECT exact.entity_id, exact.score FROM exact
-        UNION ALL SELECT fuzzy.entity_id, fuzzy.score FROM fuzzy
+        SELECT fuzzy.entity_id, fuzzy.score FROM fuzzy
         UNION ALL SELECT fulltext.entity_id, fulltext.score FROM fulltext
         UNION ALL SELECT vector_entities.entity_id, vector_entities.score FROM vector_entities
     )
@@ -193,7 +211,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION dm_private.discovery_entity_seeds(uuid, text, public.vector, integer) IS
-'Discovery seeds from the query: entity names and aliases (exact, trigram), entity documents (full text) and entity / relationship documents (vector, when a query embedding is given). Team-scoped; a same-name entity of another team never seeds.';
+'Discovery seeds from the query: entity names and aliases spelled in the query (exact); only when none is, trigram similarity of query words, entity documents by full text and entity / relationship documents by vector (when a query embedding is given). Team-scoped; a same-name entity of another team never seeds.';
 ALTER FUNCTION dm_private.discovery_entity_seeds(uuid, text, public.vector, integer) OWNER TO densemem_searcher;
 
 -- The bounded adjacency walk. A recursive CTE over the indexed outgoing
@@ -202,9 +220,13 @@ ALTER FUNCTION dm_private.discovery_entity_seeds(uuid, text, public.vector, inte
 -- direction, predicate-hinted edges first; CYCLE on the entity; depth <= 2;
 -- the outer LIMIT caps total edges (the CTE is evaluated only as far as
 -- rows are fetched); a clock check stops expansion at the deadline. Only
--- eligible relationships are walked; excluded (already known) relationships
--- are neither returned nor walked through.
-CREATE OR REPLACE FUNCTION dm_private.discovery_walk(
+-- eligible relationships are walked (the team's inactive profiles are read
+-- once); excluded (already known) relationships are neither returned nor
+-- walked through. Each edge comes with the columns paths need, so that no
+-- second read of the relationship is necessary.
+DROP FUNCTION IF EXISTS dm_private.discovery_walk(uuid, uuid [], integer, integer, integer, timestamptz, timestamptz,
+                                                  text [], text [], uuid [], timestamptz);
+CREATE FUNCTION dm_private.discovery_walk(
     walk_team_id uuid,
     seed_entity_ids uuid [],
     fan_out integer,
@@ -224,25 +246,46 @@ RETURNS TABLE (
     to_entity_id uuid,
     parent_relationship_id uuid,
     root_entity_id uuid,
-    outgoing boolean
+    outgoing boolean,
+    subject_entity_id uuid,
+    predicate text,
+    object_entity_id uuid,
+    object_value text,
+    polarity dm_private.relationship_polarity,
+    owner_profile_id uuid,
+    semantic_group text,
+    parent_predicate text
 )
-LANGUAGE sql
+LANGUAGE plpgsql
 VOLATILE
+ROWS 200
 SET search_path = ''
+SET plan_cache_mode = 'force_generic_plan'
 AS $$
+#variable_conflict use_column
+BEGIN
+    RETURN QUERY
     WITH RECURSIVE walk (depth, relationship_id, from_entity_id, to_entity_id, parent_relationship_id,
-                         root_entity_id, outgoing) AS (
-        SELECT 0, NULL::uuid, NULL::uuid, s.entity_id, NULL::uuid, s.entity_id, NULL::boolean
+                         root_entity_id, outgoing, subject_entity_id, predicate, object_entity_id, object_value,
+                         polarity, owner_profile_id, semantic_group, parent_predicate, inactive_owners) AS (
+        SELECT 0, NULL::uuid, NULL::uuid, s.entity_id, NULL::uuid, s.entity_id, NULL::boolean,
+               NULL::uuid, NULL::text, NULL::uuid, NULL::text, NULL::dm_private.relationship_polarity, NULL::uuid,
+               NULL::text, NULL::text,
+               ARRAY(SELECT p.profile_id FROM dm_private.profiles AS p
+                     WHERE p.team_id = walk_team_id AND p.state <> 'active')
         FROM (SELECT DISTINCT u.entity_id FROM pg_catalog.unnest(seed_entity_ids) AS u (entity_id)
               WHERE u.entity_id IS NOT NULL) AS s
         UNION ALL
         SELECT w.depth + 1, x.relationship_id, w.to_entity_id, x.next_entity_id, w.relationship_id,
-               w.root_entity_id, x.outgoing
+               w.root_entity_id, x.outgoing, x.subject_entity_id, x.predicate, x.object_entity_id, x.object_value,
+               x.polarity, x.owner_profile_id, x.semantic_group, w.predicate, w.inactive_owners
         FROM walk AS w
         CROSS JOIN LATERAL (
-            SELECT y.relationship_id, y.next_entity_id, y.outgoing
+            SELECT y.*
             FROM (
-                (SELECT r.relationship_id, r.object_entity_id AS next_entity_id, true AS outgoing, 0 AS pass
+                (SELECT r.relationship_id, r.object_entity_id AS next_entity_id, true AS outgoing, 0 AS pass,
+                        r.subject_entity_id, r.predicate, r.object_entity_id, r.object_value, r.polarity,
+                        r.owner_profile_id, r.semantic_group
                  FROM dm_private.relationships AS r
                  WHERE r.team_id = walk_team_id AND r.subject_entity_id = w.to_entity_id
                    AND r.predicate = ANY(predicate_hints)
@@ -253,12 +296,12 @@ AS $$
                    AND (CASE WHEN known_at IS NULL THEN r.known_to IS NULL OR r.known_to > pg_catalog.now()
                              ELSE r.known_from <= known_at AND (r.known_to IS NULL OR known_at < r.known_to) END)
                    AND r.relationship_id <> ALL(excluded_relationship_ids)
-                   AND EXISTS (SELECT 1 FROM dm_private.profiles AS p
-                               WHERE p.team_id = walk_team_id AND p.profile_id = r.owner_profile_id
-                                 AND p.state = 'active')
+                   AND r.owner_profile_id <> ALL(w.inactive_owners)
                  LIMIT fan_out)
                 UNION ALL
-                (SELECT r.relationship_id, r.subject_entity_id, false, 0
+                (SELECT r.relationship_id, r.subject_entity_id AS next_entity_id, false AS outgoing, 0 AS pass,
+                        r.subject_entity_id, r.predicate, r.object_entity_id, r.object_value, r.polarity,
+                        r.owner_profile_id, r.semantic_group
                  FROM dm_private.relationships AS r
                  WHERE r.team_id = walk_team_id AND r.object_entity_id = w.to_entity_id
                    AND r.predicate = ANY(predicate_hints)
@@ -269,12 +312,12 @@ AS $$
                    AND (CASE WHEN known_at IS NULL THEN r.known_to IS NULL OR r.known_to > pg_catalog.now()
                              ELSE r.known_from <= known_at AND (r.known_to IS NULL OR known_at < r.known_to) END)
                    AND r.relationship_id <> ALL(excluded_relationship_ids)
-                   AND EXISTS (SELECT 1 FROM dm_private.profiles AS p
-                               WHERE p.team_id = walk_team_id AND p.profile_id = r.owner_profile_id
-                                 AND p.state = 'active')
+                   AND r.owner_profile_id <> ALL(w.inactive_owners)
                  LIMIT fan_out)
                 UNION ALL
-                (SELECT r.relationship_id, r.object_entity_id, true, 1
+                (SELECT r.relationship_id, r.object_entity_id AS next_entity_id, true AS outgoing, 1 AS pass,
+                        r.subject_entity_id, r.predicate, r.object_entity_id, r.object_value, r.polarity,
+                        r.owner_profile_id, r.semantic_group
                  FROM dm_private.relationships AS r
                  WHERE r.team_id = walk_team_id AND r.subject_entity_id = w.to_entity_id
                    AND r.predicate <> ALL(predicate_hints)
@@ -285,12 +328,12 @@ AS $$
                    AND (CASE WHEN known_at IS NULL THEN r.known_to IS NULL OR r.known_to > pg_catalog.now()
                              ELSE r.known_from <= known_at AND (r.known_to IS NULL OR known_at < r.known_to) END)
                    AND r.relationship_id <> ALL(excluded_relationship_ids)
-                   AND EXISTS (SELECT 1 FROM dm_private.profiles AS p
-                               WHERE p.team_id = walk_team_id AND p.profile_id = r.owner_profile_id
-                                 AND p.state = 'active')
+                   AND r.owner_profile_id <> ALL(w.inactive_owners)
                  LIMIT fan_out)
                 UNION ALL
-                (SELECT r.relationship_id, r.subject_entity_id, false, 1
+                (SELECT r.relationship_id, r.subject_entity_id AS next_entity_id, false AS outgoing, 1 AS pass,
+                        r.subject_entity_id, r.predicate, r.object_entity_id, r.object_value, r.polarity,
+                        r.owner_profile_id, r.semantic_group
                  FROM dm_private.relationships AS r
                  WHERE r.team_id = walk_team_id AND r.object_entity_id = w.to_entity_id
                    AND r.predicate <> ALL(predicate_hints)
@@ -301,9 +344,7 @@ AS $$
                    AND (CASE WHEN known_at IS NULL THEN r.known_to IS NULL OR r.known_to > pg_catalog.now()
                              ELSE r.known_from <= known_at AND (r.known_to IS NULL OR known_at < r.known_to) END)
                    AND r.relationship_id <> ALL(excluded_relationship_ids)
-                   AND EXISTS (SELECT 1 FROM dm_private.profiles AS p
-                               WHERE p.team_id = walk_team_id AND p.profile_id = r.owner_profile_id
-                                 AND p.state = 'active')
+                   AND r.owner_profile_id <> ALL(w.inactive_owners)
                  LIMIT fan_out)
             ) AS y
             ORDER BY y.pass, y.outgoing DESC, y.relationship_id
@@ -314,10 +355,13 @@ AS $$
           AND (deadline IS NULL OR pg_catalog.clock_timestamp() < deadline)
     ) CYCLE to_entity_id SET is_cycle USING visited
     SELECT walk.depth, walk.relationship_id, walk.from_entity_id, walk.to_entity_id,
-           walk.parent_relationship_id, walk.root_entity_id, walk.outgoing
+           walk.parent_relationship_id, walk.root_entity_id, walk.outgoing, walk.subject_entity_id, walk.predicate,
+           walk.object_entity_id, walk.object_value, walk.polarity, walk.owner_profile_id, walk.semantic_group,
+           walk.parent_predicate
     FROM walk
     WHERE walk.depth > 0 AND NOT walk.is_cycle
-    LIMIT GREATEST(max_edges, 0)
+    LIMIT GREATEST(max_edges, 0);
+END
 $$;
 COMMENT ON FUNCTION dm_private.discovery_walk(uuid, uuid [], integer, integer, integer, timestamptz, timestamptz, text [], text [], uuid [], timestamptz) IS
 'Bounded adjacency over eligible relationships from seed entities: per-entity fan-out (LATERAL ... LIMIT), depth <= 2, CYCLE detection, total-edge cap, deadline. Uses relationships_outgoing_idx / relationships_incoming_idx. Terminates on hubs and cycles.';
@@ -374,6 +418,7 @@ RETURNS TABLE (evidence_id uuid, hops integer)
 LANGUAGE plpgsql
 VOLATILE
 SET search_path = ''
+SET plan_cache_mode = 'force_generic_plan'
 AS $$
 DECLARE
     proximity_team uuid := dm_private.require_team(entity_proximity.team_id);

@@ -48,8 +48,8 @@ AS $$
     eligible AS (
         SELECT h.hypothesis_id, h.statement, h.status, s.external_id AS source_external_id,
                pg_catalog.max(m.source_match) AS source_match,
-               pg_catalog.ts_rank_cd(pg_catalog.to_tsvector('english'::regconfig, h.statement),
-                                     COALESCE((SELECT q.ts FROM q), ''::tsquery)) AS text_rank
+               COALESCE(pg_catalog.ts_rank_cd(pg_catalog.to_tsvector('english'::regconfig, h.statement),
+                                              (SELECT q.ts FROM q)), 0) AS text_rank
         FROM matched AS m
         JOIN dm_private.hypotheses AS h ON h.team_id = hypothesis_team_id AND h.hypothesis_id = m.hypothesis_id
         JOIN dm_private.profiles AS p ON p.team_id = h.team_id AND p.profile_id = h.owner_profile_id

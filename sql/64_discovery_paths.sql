@@ -65,6 +65,7 @@ RETURNS jsonb
 LANGUAGE plpgsql
 VOLATILE
 SET search_path = ''
+SET plan_cache_mode = 'force_generic_plan'
 AS $$
 DECLARE
     team constant uuid := dm_private.require_team(discovery_for_recall.team_id);
@@ -92,6 +93,8 @@ DECLARE
     hints text [];
     predicate_allow text [];
     query_lexemes text [];
+    query_tsquery tsquery;
+    query_words text [];
     seed_ids uuid [] := '{}';
     seed_scores jsonb := '{}';
     candidates jsonb := '[]';
@@ -141,6 +144,16 @@ BEGIN
             FROM pg_catalog.jsonb_array_elements(
                 CASE WHEN pg_catalog.jsonb_typeof(prs -> 'terms') = 'array' THEN prs -> 'terms' ELSE '[]'::jsonb END)
                 AS x (item)), ''));
+    -- Query words (as entity names are normalized, stop words and short
+    -- words dropped): relevance of the endpoint names of an edge.
+    query_words := ARRAY(
+        SELECT g.word FROM pg_catalog.unnest(dm_private.discovery_name_ngrams(query)) AS g (word)
+        WHERE pg_catalog.strpos(g.word, ' ') = 0 AND pg_catalog.length(g.word) >= 3
+          AND pg_catalog.length(pg_catalog.to_tsvector('english'::regconfig, g.word)) > 0);
+    -- Any query lexeme: relevance of predicates. An empty query matches nothing.
+    query_tsquery := COALESCE((SELECT pg_catalog.string_agg(pg_catalog.quote_literal(l.lexeme), ' | ')
+                               FROM pg_catalog.unnest(query_lexemes) AS l (lexeme))::tsquery,
+                              '''discovery-matches-nothing'''::tsquery);
 
     -- Seeds: requested expansion entities, parsed query entities, entity
     -- search, and the entities the returned evidence supports. Every source
@@ -186,16 +199,52 @@ BEGIN
     END IF;
 
     IF pg_catalog.cardinality(seed_ids) > 0 AND max_paths > 0 AND pg_catalog.clock_timestamp() < deadline THEN
+        -- Phase 1 (cheap, all walked edges): candidate paths scored by seed
+        -- strength and predicate relevance, from the walk's own columns.
+        -- Phase 2 (a pool of 4 x max_paths candidates): supporting evidence,
+        -- conflicts, verified corroboration, names and novelty decide.
         WITH walk AS MATERIALIZED (
             SELECT w.*
             FROM dm_private.discovery_walk(team, seed_ids, fan_out, max_depth, max_edges, valid_at, known_at,
                                            hints, predicate_allow, known_relationships, deadline) AS w
         ),
+        predicate_hits AS MATERIALIZED (
+            SELECT d.predicate,
+                   (d.predicate = ANY(hints)
+                    OR pg_catalog.to_tsvector('english'::regconfig, pg_catalog.replace(d.predicate, '_', ' '))
+                       OPERATOR(pg_catalog.@@) query_tsquery) AS hit
+            FROM (SELECT DISTINCT walk.predicate FROM walk) AS d
+        ),
+        cheap_paths AS (
+            SELECT ARRAY[w.relationship_id] AS relationship_ids, w.root_entity_id,
+                   0.2 * COALESCE((seed_scores ->> w.root_entity_id::text)::double precision, 0)
+                   + CASE WHEN ph.hit THEN 1.0 ELSE 0.0 END AS score
+            FROM walk AS w
+            JOIN predicate_hits AS ph ON ph.predicate = w.predicate
+            WHERE w.depth = 1
+            UNION ALL
+            SELECT ARRAY[w.parent_relationship_id, w.relationship_id], w.root_entity_id,
+                   0.2 * COALESCE((seed_scores ->> w.root_entity_id::text)::double precision, 0)
+                   + ((CASE WHEN p1.hit THEN 1.0 ELSE 0.0 END) + (CASE WHEN p2.hit THEN 1.0 ELSE 0.0 END)) / 2.0 - 0.2
+            FROM walk AS w
+            JOIN predicate_hits AS p1 ON p1.predicate = w.parent_predicate
+            JOIN predicate_hits AS p2 ON p2.predicate = w.predicate
+            WHERE w.depth = 2
+        ),
+        pool AS MATERIALIZED (
+            SELECT d.relationship_ids, d.root_entity_id
+            FROM (SELECT DISTINCT ON (cp.relationship_ids) cp.*
+                  FROM cheap_paths AS cp
+                  ORDER BY cp.relationship_ids, cp.score DESC) AS d
+            ORDER BY d.score DESC, d.relationship_ids::text
+            LIMIT GREATEST(4 * max_paths, 10)
+        ),
         rels AS MATERIALIZED (
-            SELECT r.relationship_id, r.subject_entity_id, r.object_entity_id, r.object_value, r.predicate,
-                   r.polarity, r.owner_profile_id, r.semantic_group
-            FROM (SELECT DISTINCT walk.relationship_id FROM walk) AS d
-            JOIN dm_private.relationships AS r ON r.team_id = team AND r.relationship_id = d.relationship_id
+            SELECT DISTINCT ON (w.relationship_id) w.relationship_id, w.subject_entity_id, w.object_entity_id,
+                   w.object_value, w.predicate, w.polarity, w.owner_profile_id, w.semantic_group
+            FROM walk AS w
+            WHERE w.relationship_id IN (SELECT pg_catalog.unnest(pool.relationship_ids) FROM pool)
+            ORDER BY w.relationship_id
         ),
         links AS MATERIALIZED (
             SELECT re.relationship_id, re.evidence_id
@@ -204,11 +253,23 @@ BEGIN
               ON re.team_id = team AND re.relationship_id = rels.relationship_id
             WHERE re.accepted
         ),
+        -- Supporting evidence must be eligible itself (same rule as default
+        -- recall: active, current revision, active owner, request time, policy).
         eligible_evidence AS MATERIALIZED (
-            SELECT ee.evidence_id
-            FROM dm_private.discovery_eligible_evidence(
-                team, (SELECT pg_catalog.array_agg(DISTINCT links.evidence_id) FROM links), valid_at, known_at, scopes)
-                AS ee
+            SELECT ev.evidence_id
+            FROM (SELECT DISTINCT links.evidence_id FROM links) AS l
+            JOIN dm_private.evidence AS ev ON ev.team_id = team AND ev.evidence_id = l.evidence_id
+            JOIN dm_private.source_revisions AS sr
+              ON sr.team_id = team AND sr.source_id = ev.source_id AND sr.revision_id = ev.revision_id
+            JOIN dm_private.profiles AS ep ON ep.team_id = team AND ep.profile_id = ev.owner_profile_id
+            WHERE ev.state = 'active' AND sr.is_current AND ep.state = 'active'
+              AND (valid_at IS NULL OR ((ev.valid_from IS NULL OR ev.valid_from <= valid_at)
+                                        AND (ev.valid_to IS NULL OR valid_at < ev.valid_to)))
+              AND (CASE WHEN known_at IS NULL THEN ev.known_to IS NULL OR ev.known_to > pg_catalog.now()
+                        ELSE ev.known_from <= known_at AND (ev.known_to IS NULL OR known_at < ev.known_to) END)
+              AND NOT EXISTS (
+                  SELECT 1 FROM pg_catalog.jsonb_each(ev.labels) AS lb (key, value)
+                  WHERE lb.value = 'true'::jsonb AND NOT (lb.key = ANY(scopes)))
         ),
         support AS (
             SELECT links.relationship_id,
@@ -221,7 +282,7 @@ BEGIN
             GROUP BY links.relationship_id
         ),
         -- Recorded disagreements (the write path fills dm_private.conflicts).
-        recorded AS (
+        recorded AS MATERIALIZED (
             SELECT rels.relationship_id, c.conflicting_relationship_id AS other_id, c.kind,
                    c.preferred_relationship_id
             FROM rels
@@ -234,7 +295,7 @@ BEGIN
         -- The other side, when it is eligible itself (and whether a verified,
         -- eligible piece of evidence supports it), or when it was superseded
         -- by this very edge (the client may trace the corrected knowledge).
-        conflict_sides AS (
+        conflict_sides AS MATERIALIZED (
             SELECT rc.relationship_id, rc.other_id, rc.kind, rc.preferred_relationship_id,
                    o.owner_profile_id AS other_owner, o.status AS other_status,
                    (o.status = 'active' AND o.tier IN ('validated_claim', 'fact') AND op.state = 'active'
@@ -245,15 +306,22 @@ BEGIN
                    EXISTS (
                        SELECT 1
                        FROM dm_private.relationship_evidence AS ore
-                       JOIN dm_private.discovery_eligible_evidence(team, ARRAY[ore.evidence_id], valid_at, known_at,
-                                                                   scopes) AS oe ON true
+                       JOIN dm_private.evidence AS oev ON oev.team_id = team AND oev.evidence_id = ore.evidence_id
+                       JOIN dm_private.source_revisions AS osr
+                         ON osr.team_id = team AND osr.source_id = oev.source_id AND osr.revision_id = oev.revision_id
+                       JOIN dm_private.profiles AS oep ON oep.team_id = team AND oep.profile_id = oev.owner_profile_id
                        WHERE ore.team_id = team AND ore.relationship_id = o.relationship_id AND ore.accepted
+                         AND oev.state = 'active' AND osr.is_current AND oep.state = 'active'
+                         AND (oev.known_to IS NULL OR oev.known_to > pg_catalog.now())
+                         AND NOT EXISTS (
+                             SELECT 1 FROM pg_catalog.jsonb_each(oev.labels) AS l (key, value)
+                             WHERE l.value = 'true'::jsonb AND NOT (l.key = ANY(scopes)))
                    ) AS other_supported
             FROM recorded AS rc
             JOIN dm_private.relationships AS o ON o.team_id = team AND o.relationship_id = rc.other_id
             JOIN dm_private.profiles AS op ON op.team_id = team AND op.profile_id = o.owner_profile_id
         ),
-        conflict_refs AS (
+        conflict_refs AS MATERIALIZED (
             SELECT cs.relationship_id,
                    pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
                        'relationship_id', cs.other_id,
@@ -282,7 +350,7 @@ BEGIN
         -- Equivalent relationships of other authors (same semantic group, or
         -- same endpoints, predicate and polarity) count as corroboration only
         -- when eligible and supported by eligible evidence.
-        corroboration AS (
+        corroboration AS MATERIALIZED (
             SELECT rels.relationship_id, pg_catalog.count(DISTINCT eq.owner_profile_id) AS corroborators
             FROM rels
             CROSS JOIN LATERAL (
@@ -305,13 +373,20 @@ BEGIN
               AND EXISTS (
                   SELECT 1
                   FROM dm_private.relationship_evidence AS ore
-                  JOIN dm_private.discovery_eligible_evidence(team, ARRAY[ore.evidence_id], valid_at, known_at, scopes)
-                      AS oe ON true
-                  WHERE ore.team_id = team AND ore.relationship_id = o.relationship_id AND ore.accepted)
+                  JOIN dm_private.evidence AS oev ON oev.team_id = team AND oev.evidence_id = ore.evidence_id
+                  JOIN dm_private.source_revisions AS osr
+                    ON osr.team_id = team AND osr.source_id = oev.source_id AND osr.revision_id = oev.revision_id
+                  JOIN dm_private.profiles AS oep ON oep.team_id = team AND oep.profile_id = oev.owner_profile_id
+                  WHERE ore.team_id = team AND ore.relationship_id = o.relationship_id AND ore.accepted
+                    AND oev.state = 'active' AND osr.is_current AND oep.state = 'active'
+                    AND (oev.known_to IS NULL OR oev.known_to > pg_catalog.now())
+                    AND NOT EXISTS (
+                        SELECT 1 FROM pg_catalog.jsonb_each(oev.labels) AS l (key, value)
+                        WHERE l.value = 'true'::jsonb AND NOT (l.key = ANY(scopes))))
             GROUP BY rels.relationship_id
         ),
         edges AS MATERIALIZED (
-            SELECT rels.relationship_id, su.evidence_ids,
+            SELECT rels.relationship_id, su.evidence_ids, rels.subject_entity_id, rels.object_entity_id,
                    pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object(
                        'relationship_id', rels.relationship_id,
                        'subject', pg_catalog.jsonb_build_object('entity_id', se.entity_id, 'name', se.canonical_name),
@@ -324,14 +399,13 @@ BEGIN
                            pg_catalog.jsonb_build_object('profile_id', rels.owner_profile_id, 'name', op.name) END,
                        'preferred', CASE WHEN cr.is_preferred THEN true END,
                        'conflicts', cr.refs)) AS edge_json,
-                   (CASE WHEN rels.predicate = ANY(hints)
-                              OR dm_private.discovery_lexemes(rels.predicate) OPERATOR(pg_catalog.&&) query_lexemes
-                         THEN 1.0 ELSE 0.0 END
+                   (CASE WHEN ph.hit THEN 1.0 ELSE 0.0 END
                     + 0.4 * LEAST(
-                        (CASE WHEN dm_private.discovery_lexemes(se.canonical_name) OPERATOR(pg_catalog.&&) query_lexemes
+                        (CASE WHEN pg_catalog.string_to_array(se.normalized_name, ' ') OPERATOR(pg_catalog.&&) query_words
                               THEN 1 ELSE 0 END)
-                        + (CASE WHEN dm_private.discovery_lexemes(COALESCE(oe.canonical_name, rels.object_value))
-                                     OPERATOR(pg_catalog.&&) query_lexemes THEN 1 ELSE 0 END), 2)
+                        + (CASE WHEN pg_catalog.string_to_array(
+                                         COALESCE(oe.normalized_name, pg_catalog.lower(pg_catalog.left(rels.object_value, 200))),
+                                         ' ') OPERATOR(pg_catalog.&&) query_words THEN 1 ELSE 0 END), 2)
                     + 0.25 * LEAST(COALESCE(co.corroborators, 0), 3)
                     - 0.25 * LEAST(COALESCE(cr.challengers, 0), 2)
                     + CASE WHEN cr.is_preferred THEN 0.6 ELSE 0.0 END
@@ -339,6 +413,7 @@ BEGIN
                     + CASE WHEN su.novel > 0 THEN 0.3 ELSE 0.0 END)::double precision AS edge_score
             FROM rels
             JOIN support AS su ON su.relationship_id = rels.relationship_id
+            JOIN predicate_hits AS ph ON ph.predicate = rels.predicate
             JOIN dm_private.entities AS se ON se.team_id = team AND se.entity_id = rels.subject_entity_id
             LEFT JOIN dm_private.entities AS oe ON oe.team_id = team AND oe.entity_id = rels.object_entity_id
             JOIN dm_private.profiles AS op ON op.team_id = team AND op.profile_id = rels.owner_profile_id
@@ -346,48 +421,35 @@ BEGIN
             LEFT JOIN corroboration AS co ON co.relationship_id = rels.relationship_id
         ),
         paths AS (
-            SELECT ARRAY[w.relationship_id] AS relationship_ids,
-                   ARRAY[w.from_entity_id, w.to_entity_id] AS entity_ids,
-                   pg_catalog.jsonb_build_array(e1.edge_json) AS edge_list,
-                   e1.evidence_ids,
-                   0.2 * COALESCE((seed_scores ->> w.root_entity_id::text)::double precision, 0) + e1.edge_score AS score
-            FROM walk AS w
-            JOIN edges AS e1 ON e1.relationship_id = w.relationship_id
-            WHERE w.depth = 1
-            UNION ALL
-            SELECT ARRAY[w.parent_relationship_id, w.relationship_id],
-                   ARRAY[w1.from_entity_id, w.from_entity_id, w.to_entity_id],
-                   pg_catalog.jsonb_build_array(e1.edge_json, e2.edge_json),
-                   e1.evidence_ids || e2.evidence_ids,
-                   0.2 * COALESCE((seed_scores ->> w.root_entity_id::text)::double precision, 0)
-                   + (e1.edge_score + e2.edge_score) / 2.0 - 0.2
-            FROM walk AS w
-            JOIN walk AS w1 ON w1.depth = 1 AND w1.relationship_id = w.parent_relationship_id
-                           AND w1.to_entity_id = w.from_entity_id AND w1.root_entity_id = w.root_entity_id
-            JOIN edges AS e1 ON e1.relationship_id = w.parent_relationship_id
-            JOIN edges AS e2 ON e2.relationship_id = w.relationship_id
-            WHERE w.depth = 2
-        ),
-        distinct_paths AS (
-            SELECT DISTINCT ON (p.relationship_ids) p.*
-            FROM paths AS p
-            ORDER BY p.relationship_ids, p.score DESC
+            SELECT pool.relationship_ids, x.edge_list, x.evidence_ids, x.entity_ids,
+                   0.2 * COALESCE((seed_scores ->> pool.root_entity_id::text)::double precision, 0)
+                   + x.edge_score - 0.2 * (pg_catalog.cardinality(pool.relationship_ids) - 1) AS score
+            FROM pool
+            CROSS JOIN LATERAL (
+                SELECT pg_catalog.jsonb_agg(edges.edge_json ORDER BY u.ord) AS edge_list,
+                       pg_catalog.avg(edges.edge_score) AS edge_score,
+                       pg_catalog.count(edges.relationship_id) AS found,
+                       ARRAY(SELECT DISTINCT ev.id
+                             FROM pg_catalog.unnest(pg_catalog.array_agg(pg_catalog.array_to_string(edges.evidence_ids, ',')))
+                                  AS s (ids)
+                             CROSS JOIN LATERAL pg_catalog.unnest(pg_catalog.string_to_array(s.ids, ',')::uuid []) AS ev (id)
+                             ORDER BY ev.id LIMIT 5) AS evidence_ids,
+                       pg_catalog.array_agg(edges.subject_entity_id) || pg_catalog.array_agg(edges.object_entity_id)
+                           AS entity_ids
+                FROM pg_catalog.unnest(pool.relationship_ids) WITH ORDINALITY AS u (relationship_id, ord)
+                JOIN edges ON edges.relationship_id = u.relationship_id
+            ) AS x
+            WHERE x.found = pg_catalog.cardinality(pool.relationship_ids)
         )
         SELECT COALESCE(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
-                   'relationship_ids', pg_catalog.to_jsonb(top.relationship_ids),
-                   'entity_ids', pg_catalog.to_jsonb(top.entity_ids),
+                   'relationship_ids', pg_catalog.to_jsonb(paths.relationship_ids),
+                   'entity_ids', pg_catalog.to_jsonb(paths.entity_ids),
                    'path', pg_catalog.jsonb_build_object(
-                       'relationships', top.edge_list,
-                       'evidence_ids', pg_catalog.to_jsonb(ARRAY(
-                           SELECT DISTINCT ev.id FROM pg_catalog.unnest(top.evidence_ids) AS ev (id)
-                           ORDER BY ev.id LIMIT 5))))
-                   ORDER BY top.score DESC, top.relationship_ids::text), '[]'::jsonb)
+                       'relationships', paths.edge_list,
+                       'evidence_ids', pg_catalog.to_jsonb(paths.evidence_ids)))
+                   ORDER BY paths.score DESC, paths.relationship_ids::text), '[]'::jsonb)
         INTO candidates
-        FROM (
-            SELECT dp.* FROM distinct_paths AS dp
-            ORDER BY dp.score DESC, dp.relationship_ids::text
-            LIMIT 200
-        ) AS top;
+        FROM paths;
 
         -- Greedy selection: skip a path whose every edge is already shown,
         -- stop at max_paths, the byte budget or the deadline.
