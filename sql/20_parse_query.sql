@@ -483,13 +483,13 @@ COMMENT ON FUNCTION dm_private.query_tokens(text) IS
 --   ngrams: every contiguous run of 1 to 4 lower-case tokens, ordered by
 --           start then length (exact lookup of names, aliases and predicate
 --           phrases);
---   fuzzy:  at most 4 candidates for the trigram lookup (misspelled names).
---           Names are written capitalized, so the candidates are the
---           capitalized tokens of 4+ characters that are not stop words,
---           and pairs of consecutive capitalized tokens; a query with no
---           upper-case letter at all uses its tokens of 5+ characters that
---           are not stop words. Each candidate costs one GIN index probe,
---           hence the cap.
+--   fuzzy:  at most 8 candidates for the trigram lookup (misspelled names).
+--           Names are written capitalized, so the candidates are pairs of
+--           consecutive capitalized tokens, then capitalized tokens of 4+
+--           characters that are not stop words; a query with no upper-case
+--           letter at all uses its tokens of 5+ characters that are not stop
+--           words. dm_private.match_query_entities probes at most 4 of them
+--           (one GIN index probe each), skipping those inside an exact match.
 CREATE OR REPLACE FUNCTION dm_private.query_name_keys(query text, OUT ngrams text [], OUT fuzzy text [])
 LANGUAGE plpgsql
 IMMUTABLE
@@ -504,6 +504,7 @@ DECLARE
     lowercase_query constant boolean := pg_catalog.array_to_string(cased, ' ') = pg_catalog.array_to_string(toks, ' ');
     prev_capitalized boolean := false;
     capitalized boolean;
+    singles text [] := '{}';
 BEGIN
     ngrams := '{}';
     fuzzy := '{}';
@@ -518,24 +519,25 @@ BEGIN
                 END IF;
             END IF;
         END IF;
-        CONTINUE WHEN pg_catalog.cardinality(fuzzy) >= 4;
         capitalized := pg_catalog.left(cased[i], 1) <> pg_catalog.lower(pg_catalog.left(cased[i], 1))
             AND NOT toks[i] = ANY (stop);
-        IF capitalized AND pg_catalog.length(toks[i]) >= 4 THEN
+        IF capitalized THEN
             IF prev_capitalized THEN
                 fuzzy := fuzzy || (toks[i - 1] || ' ' || toks[i]);
             END IF;
-            fuzzy := fuzzy || toks[i];
+            IF pg_catalog.length(toks[i]) >= 4 THEN
+                singles := singles || toks[i];
+            END IF;
         ELSIF lowercase_query AND pg_catalog.length(toks[i]) >= 5 AND NOT toks[i] = ANY (stop) THEN
-            fuzzy := fuzzy || toks[i];
+            singles := singles || toks[i];
         END IF;
         prev_capitalized := capitalized;
     END LOOP;
-    fuzzy := fuzzy[1:4];
+    fuzzy := (fuzzy || singles)[1:8];
 END
 $$;
 COMMENT ON FUNCTION dm_private.query_name_keys(text) IS
-'The n-grams (1-4 lower-case tokens, by start then length) and at most 4 trigram-lookup candidates (capitalized tokens and pairs; tokens of 5+ characters in an all-lower-case query) of a query.';
+'The n-grams (1-4 lower-case tokens, by start then length) and at most 8 trigram-lookup candidates (pairs of capitalized tokens, then capitalized tokens; tokens of 5+ characters in an all-lower-case query) of a query.';
 
 CREATE OR REPLACE FUNCTION dm_private.query_ngrams(query text)
 RETURNS text []
@@ -611,7 +613,7 @@ COMMENT ON FUNCTION dm_private.parse_query_text(text, timestamptz) IS
 -- Entity mentions: query n-grams against this team's entity names and
 -- aliases. Exact normalized matches first (canonical name: "exact", alias:
 -- "alias"); then the trigram candidates (dm_private.query_name_keys) that
--- matched nothing exactly, by pg_trgm similarity >= 0.5 through the GIN
+-- matched nothing exactly, by pg_trgm similarity >= 0.45 through the GIN
 -- trigram index that leads with team_id ("trigram"). Runs as
 -- densemem_searcher so that the non-leakproof % operator can use that index
 -- ahead of row-level security; the explicit team predicate is checked
@@ -623,7 +625,7 @@ LANGUAGE plpgsql
 STABLE
 SECURITY DEFINER
 SET search_path = ''
-SET pg_trgm.similarity_threshold = 0.5
+SET pg_trgm.similarity_threshold = 0.45
 AS $$
 DECLARE
     found jsonb;
@@ -631,6 +633,7 @@ DECLARE
     matched_names text [];
     matched_ids uuid [];
     candidate text;
+    covered text;
     probes text [] := '{}';
 BEGIN
     PERFORM dm_private.require_team(match_team_id);
@@ -657,9 +660,11 @@ BEGIN
         LIMIT 10
     ) AS x;
 
-    -- Candidates already matched exactly need no trigram probe.
+    -- At most 4 probes; candidates inside an exact match need none.
+    covered := ' ' || COALESCE(pg_catalog.array_to_string(matched_names, ' | '), '') || ' ';
     FOREACH candidate IN ARRAY COALESCE(fuzzy, '{}') LOOP
-        IF NOT candidate = ANY (COALESCE(matched_names, '{}')) THEN
+        EXIT WHEN pg_catalog.cardinality(probes) >= 4;
+        IF pg_catalog.strpos(covered, ' ' || candidate || ' ') = 0 THEN
             probes := probes || candidate;
         END IF;
     END LOOP;
@@ -684,7 +689,7 @@ BEGIN
             WHERE NOT (f.entity_id = ANY (COALESCE(matched_ids, '{}')))
             ORDER BY f.entity_id, f.sim DESC
         ) AS y
-        WHERE y.sim >= 0.5;
+        WHERE y.sim >= 0.45;
         found := found || fuzzy_found;
         IF pg_catalog.jsonb_array_length(found) > 10 THEN
             found := (SELECT pg_catalog.jsonb_agg(z.value ORDER BY z.ord)
@@ -696,7 +701,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION dm_private.match_query_entities(uuid, text [], text []) IS
-'Entities of the authenticated team named in a query: [{"entity_id", "name" (canonical), "mention" (the query n-gram), "match": "exact"|"alias"|"trigram", "similarity"}], exact then alias (longer mentions first) then trigram (similarity >= 0.5, highest first), at most 10. Definer (densemem_searcher) with an explicit, checked team predicate.';
+'Entities of the authenticated team named in a query: [{"entity_id", "name" (canonical), "mention" (the query n-gram), "match": "exact"|"alias"|"trigram", "similarity"}], exact then alias (longer mentions first) then trigram (similarity >= 0.45, highest first), at most 10. Definer (densemem_searcher) with an explicit, checked team predicate.';
 ALTER FUNCTION dm_private.match_query_entities(uuid, text [], text []) OWNER TO densemem_searcher;
 
 -- Predicate hints: n-grams that are phrases of the team's synonyms, or of the
