@@ -409,3 +409,17 @@ def test_the_cli_runs_once_and_reports_status(
     assert "embedded 7" in capsys.readouterr().out
     assert main(["embed", "status"]) == 0
     assert "pending 0, failed 0" in capsys.readouterr().out
+
+
+def test_a_long_run_shows_a_progress_bar(
+    admin_conn: psycopg.Connection[Any], db_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    activate_hashing(admin_conn)
+    team = make_team(admin_conn, "progress")
+    add_documents(admin_conn, team, [f"row {i}" for i in range(120)])
+    options = WorkerOptions(batch_size=50, progress=True, progress_min_documents=100)
+    worker = EmbeddingWorker(db_url, RecordingProvider(), options)
+    assert worker.run_once().stored == 120
+    worker.close()
+    err = capsys.readouterr().err
+    assert "embedding" in err and "120/120" in err

@@ -49,7 +49,13 @@ def _offline() -> None:
 
 
 class LocalProvider:
-    """sentence-transformers all-MiniLM-L6-v2 on CPU; loads on first use; thread-safe."""
+    """sentence-transformers all-MiniLM-L6-v2 on CPU; loads on first use; thread-safe.
+
+    Calls are serialised (the fast tokenizer is not safe to share between
+    threads), so a service that runs the worker in-process should give the
+    worker its own instance: query embeddings then never wait behind a batch
+    of documents.
+    """
 
     def __init__(self, *, batch_size: int = 32, max_batch_size: int = 64, device: str = "cpu") -> None:
         self._batch_size = batch_size

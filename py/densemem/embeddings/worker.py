@@ -258,6 +258,11 @@ class EmbeddingWorker:
                 listener = None
                 stop_event.wait(min(5.0, self.options.poll_seconds))
                 continue
+            except Exception:  # keep a long-running (in-process) worker alive; the error is logged
+                log.exception("embedding worker error; retrying")
+                self.close()
+                stop_event.wait(min(5.0, self.options.poll_seconds))
+                continue
             if listener is not None:
                 self._wait(listener, stop_event, wait)
         if listener is not None:
