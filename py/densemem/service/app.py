@@ -193,6 +193,7 @@ async def metrics(request: Request) -> Response:
     )
     try:
         lines += await run_in_threadpool(_database_gauges, state)
+        lines += gauge_lines("densemem_database_up", "Whether /metrics could read the database.", [((), 1.0)])
     except psycopg.Error as error:
         log.warning("metrics: database gauges unavailable: %s", error)
         lines += gauge_lines("densemem_database_up", "Whether /metrics could read the database.", [((), 0.0)])
@@ -294,7 +295,7 @@ def create_app(
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         url = database_url or db.database_url(settings)
         pool = make_pool(url, config, configure=configure_connection)
-        await run_in_threadpool(pool.open, True, 30.0)
+        await run_in_threadpool(pool.open, False)  # start even when the database is down: /readyz says so
         chosen = embedder if embedder is not None else await run_in_threadpool(load_query_embedder, settings)
         app.state.service = ServiceState(pool=pool, embedder=chosen, config=config)
         try:
