@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import psycopg
+import psycopg.types.json
 
 from densemem import db
 from densemem.config import Settings
@@ -157,6 +158,55 @@ def _plot(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _set_path(settings: dict[str, Any], dotted: str, value: Any) -> None:
+    node = settings
+    keys = dotted.split(".")
+    for key in keys[:-1]:
+        child = node.get(key)
+        if not isinstance(child, dict):
+            child = {}
+            node[key] = child
+        node = child
+    node[keys[-1]] = value
+
+
+def _profile(args: argparse.Namespace, settings: Settings) -> int:
+    """Adds an evaluation candidate ranking profile row (never the default) to the eval database."""
+    url = db.database_url(settings)
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT settings, version FROM dm_private.ranking_profiles "
+            "WHERE name = %s ORDER BY version DESC LIMIT 1",
+            (args.base,),
+        ).fetchone()
+        if row is None:
+            print(f"densemem eval profile: no ranking profile {args.base!r}", file=sys.stderr)
+            return 2
+        base_settings, base_version = row
+        merged: dict[str, Any] = json.loads(json.dumps(base_settings))
+        for assignment in args.set or []:
+            path, _, raw = assignment.partition("=")
+            if not path or not raw:
+                print(f"densemem eval profile: --set takes path=json, not {assignment!r}", file=sys.stderr)
+                return 2
+            _set_path(merged, path.strip(), json.loads(raw))
+        version_row = conn.execute(
+            "SELECT COALESCE(max(version), 0) + 1 FROM dm_private.ranking_profiles WHERE name = %s",
+            (args.name,),
+        ).fetchone()
+        version = int(version_row[0]) if version_row else 1
+        description = f"evaluation candidate from {args.base} v{base_version}: " + (
+            "; ".join(args.set or []) or "copy"
+        )
+        conn.execute(
+            "INSERT INTO dm_private.ranking_profiles (name, version, is_default, settings, description) "
+            "VALUES (%s, %s, false, %s, %s)",
+            (args.name, version, psycopg.types.json.Jsonb(merged), description),
+        )
+    print(f"{args.name} v{version}: {description}")
+    return 0
+
+
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = commands.add_parser(
         "eval",
@@ -212,6 +262,20 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     compare_parser.add_argument("--json", type=Path, help="write the comparison here")
     compare_parser.set_defaults(handler=_compare)
+
+    profile_parser = evals.add_parser(
+        "profile",
+        help="add a candidate ranking profile row to the evaluation database",
+        description="Copies a ranking profile's latest settings, applies --set path=json changes and inserts "
+        "the result as a new (never default) version of NAME, for --branches NAME=NAME. Administrator; "
+        "use an evaluation database. Tune on dev data only.",
+    )
+    profile_parser.add_argument("name", help="the candidate profile's name")
+    profile_parser.add_argument("--base", default="default", help="profile to copy (default: default)")
+    profile_parser.add_argument(
+        "--set", action="append", help="a change, e.g. weights.recency=0.05 or fusion.rrf_k=10 (repeatable)"
+    )
+    profile_parser.set_defaults(handler=_profile)
 
     plot_parser = evals.add_parser("plot", help="PNG figures of a saved report")
     plot_parser.add_argument("report", type=Path)

@@ -489,7 +489,14 @@ def file_sha256(path: Path) -> str:
 
 
 def git_revision() -> str | None:
-    """The commit the harness and sql/ came from (with -dirty when the tree has changes), or None."""
+    """The commit the sql/ and migrations/ came from (-dirty when the tree has changes), or None.
+
+    A source snapshot without .git (DENSEMEM_ROOT pointing at a `git archive` of a commit) names its
+    commit in a `.revision` file.
+    """
+    marker = project_root() / ".revision"
+    if marker.is_file():
+        return marker.read_text(encoding="utf-8").strip() or None
     try:
         described = subprocess.run(
             ["git", "describe", "--always", "--dirty", "--abbrev=12"],
