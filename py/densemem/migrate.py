@@ -143,6 +143,8 @@ def migrate(
                     "SELECT file_name, checksum FROM dm_migrations.applied_function_files"
                 ).fetchall()
             )
+            if function_files:
+                _load_extension_libraries(conn)
             for path in function_files:
                 checksum = file_checksum(path)
                 if not applied_now and done_files.get(path.name) == checksum:
@@ -162,6 +164,25 @@ def migrate(
         finally:
             conn.execute("SELECT pg_catalog.pg_advisory_unlock(%s)", (MIGRATION_LOCK_KEY,))
     return MigrationReport(applied_now, files_now)
+
+
+def _load_extension_libraries(conn: psycopg.Connection[tuple[object, ...]]) -> None:
+    """Load the libraries of the installed extensions into this session.
+
+    An extension's parameters (hnsw.ef_search, pg_trgm.similarity_threshold)
+    exist only once its library is loaded in the session; before that
+    PostgreSQL treats them as placeholders that only a superuser may attach to
+    a function (CREATE FUNCTION ... SET), and function files run as
+    densemem_owner. Loading them first makes a function file apply the same
+    whether or not something earlier in the session happened to load them.
+    """
+    names = [row[0] for row in conn.execute("SELECT extname FROM pg_catalog.pg_extension").fetchall()]
+    for name in names:
+        try:
+            with conn.transaction():
+                conn.execute(psycopg.sql.SQL("LOAD {}").format(psycopg.sql.Literal(name)))
+        except psycopg.Error:
+            pass  # no library of that name, or a non-superuser (who may LOAD only plugins)
 
 
 def _check_ledger(applied: dict[int, tuple[str, str]], known: list[Migration]) -> None:

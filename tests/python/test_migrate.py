@@ -366,3 +366,34 @@ def test_function_files_are_reapplied_after_a_migration_even_when_the_run_failed
     assert report.applied_migrations == []
     assert last_file.name in report.applied_function_files
     assert function_exists(url, "dm.revoke_api_key(text)")
+
+
+def test_a_function_file_may_set_extension_parameters_in_a_fresh_session(
+    new_database: Any, code: tuple[Path, Path]
+) -> None:
+    """hnsw.ef_search and pg_trgm.similarity_threshold exist only once their
+    extension's library is loaded in the session; before that PostgreSQL lets
+    only a superuser attach them to a function. A function file run alone (only
+    it changed) must apply just as it does after a full migration."""
+    migrations, functions = code
+    url = new_database()
+    migrate(url, migrations, functions)
+    (functions / "99_zz_extension_settings.sql").write_text(
+        "CREATE OR REPLACE FUNCTION dm_private.zz_tuned()\n"
+        "RETURNS integer\n"
+        "LANGUAGE sql\n"
+        "SET search_path = ''\n"
+        "SET hnsw.ef_search = 123\n"
+        "SET pg_trgm.similarity_threshold = 0.45\n"
+        "AS $$ SELECT 1 $$;\n"
+    )
+
+    report = migrate(url, migrations, functions)
+
+    assert report.applied_function_files == ["99_zz_extension_settings.sql"]
+    with psycopg.connect(url) as conn:
+        row = conn.execute(
+            "SELECT proconfig FROM pg_catalog.pg_proc WHERE oid = 'dm_private.zz_tuned()'::regprocedure"
+        ).fetchone()
+    assert row is not None
+    assert {"hnsw.ef_search=123", "pg_trgm.similarity_threshold=0.45"} <= set(row[0])
