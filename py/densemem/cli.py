@@ -30,6 +30,7 @@ COMMAND_MODULES: list[str] = [
     "densemem.serve_command",
     "densemem.recall_command",
     "densemem.mcp_server",
+    "densemem.bench_http",
 ]
 
 

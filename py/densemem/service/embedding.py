@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import os
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
@@ -33,20 +34,29 @@ class NoQueryEmbedder:
 
 
 class CachedQueryEmbedder:
-    """A densemem.embeddings provider behind its LRU query cache (densemem.embeddings.cache)."""
+    """A densemem.embeddings provider behind its LRU query cache (densemem.embeddings.cache).
+
+    `max_entries=0` disables the cache (every query is embedded; used by the HTTP benchmark).
+    """
 
     def __init__(self, provider: Any, *, max_entries: int = 2048) -> None:
-        cache = importlib.import_module("densemem.embeddings.cache")
         self.provider = provider
-        self.cache = cache.QueryEmbeddingCache(provider, max_entries=max_entries)
+        self.cache: Any = None
+        if max_entries > 0:
+            cache = importlib.import_module("densemem.embeddings.cache")
+            self.cache = cache.QueryEmbeddingCache(provider, max_entries=max_entries)
 
     def embed_query(self, text: str) -> Sequence[float] | None:
+        if self.cache is None:
+            vectors = self.provider.embed([text])
+            return None if len(vectors) == 0 else vectors[0]
         vector: Sequence[float] = self.cache.embed_query(text)
         return vector
 
 
 def load_query_embedder(settings: Settings) -> QueryEmbedder:
-    """The configured provider (densemem.embeddings.provider_from_settings) behind the query cache."""
+    """The configured provider (densemem.embeddings.provider_from_settings) behind the query cache
+    (DENSEMEM_QUERY_CACHE_ENTRIES, default 2048; 0 turns it off)."""
     if settings.embedding_provider == "none":
         return NoQueryEmbedder()
     try:
@@ -54,7 +64,8 @@ def load_query_embedder(settings: Settings) -> QueryEmbedder:
     except ImportError:
         log.warning("densemem.embeddings is not available: recall runs without a query vector")
         return NoQueryEmbedder()
-    return CachedQueryEmbedder(embeddings.provider_from_settings(settings))
+    entries = int(os.environ.get("DENSEMEM_QUERY_CACHE_ENTRIES", "2048"))
+    return CachedQueryEmbedder(embeddings.provider_from_settings(settings), max_entries=entries)
 
 
 def vector_literal(vector: Sequence[float] | None) -> str | None:

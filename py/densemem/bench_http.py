@@ -1,0 +1,321 @@
+"""`densemem bench http`: HTTP recall latency and throughput, with the local query embedding.
+
+Builds (or, with --reuse, keeps) a database `densemem_bench_http` on the
+configured server holding one team with every LoCoMo dialogue turn
+(../shared/data/locomo, read at run time) as evidence, embedded by the
+embedding worker with the local model (all-MiniLM-L6-v2). Then it starts
+`densemem serve` in a SEPARATE process on 127.0.0.1 (so the load generator
+does not share its interpreter) with the query-embedding cache turned off
+(DENSEMEM_QUERY_CACHE_ENTRIES=0: every request embeds its query with the
+local model), and sends POST /v1/recall with the LoCoMo questions:
+
+- one client, sequential, `--requests` calls after `--warmup`: p50 / p95 / p99;
+- 8 and 32 concurrent clients (asyncio + httpx, keep-alive), each phase a
+  bounded loop of `--duration` seconds: throughput and latency percentiles.
+
+Every answer must be 200. The load generator, the server, the model and
+PostgreSQL share this machine's cores: the figures are end to end on one box.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psycopg
+from psycopg import sql
+
+from densemem import db
+from densemem.bench_discovery import bench_commands, percentile
+from densemem.config import Settings, project_root
+from densemem.keys_command import create_key
+from densemem.migrate import migrate
+from densemem.store.session import Principal, acting_as
+
+BENCH_DATABASE = "densemem_bench_http"
+TEAM = "bench-http"
+LOCOMO = Path(
+    os.environ.get(
+        "DENSEMEM_LOCOMO", str(project_root().parent / "shared" / "data" / "locomo" / "locomo_dev.json")
+    )
+)
+
+
+@dataclass
+class Phase:
+    clients: int
+    requests: int
+    errors: int
+    seconds: float
+    throughput_rps: float
+    p50_ms: float
+    p95_ms: float
+    p99_ms: float
+    mean_ms: float
+
+
+def _urls(base_url: str) -> tuple[str, str]:
+    info = {k: str(v) for k, v in psycopg.conninfo.conninfo_to_dict(base_url).items() if v is not None}
+    return (
+        psycopg.conninfo.make_conninfo(**{**info, "dbname": "postgres"}),
+        psycopg.conninfo.make_conninfo(**{**info, "dbname": BENCH_DATABASE}),
+    )
+
+
+def _session_time(text: str) -> str | None:
+    try:
+        return datetime.strptime(text, "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC).isoformat()
+    except ValueError:
+        return None
+
+
+def locomo_turns_and_questions() -> tuple[list[dict[str, Any]], list[str]]:
+    data = json.loads(LOCOMO.read_text(encoding="utf-8"))
+    items: list[dict[str, Any]] = []
+    questions: list[str] = []
+    for sample in data:
+        conversation = sample["conversation"]
+        for key, turns in conversation.items():
+            if not key.startswith("session_") or not isinstance(turns, list):
+                continue
+            when = _session_time(str(conversation.get(f"{key}_date_time", "")))
+            for turn in turns:
+                item: dict[str, Any] = {
+                    "text": f"{turn['speaker']}: {turn['text']}",
+                    "source": {"external_id": f"{sample['sample_id']}-{key}", "kind": "conversation"},
+                    "memory_type": "conversation",
+                }
+                if when:
+                    item["created_at"] = when
+                items.append(item)
+        questions.extend(str(qa["question"]) for qa in sample["qa"])
+    return items, list(dict.fromkeys(questions))
+
+
+def prepare(base_url: str, reuse: bool, progress: Any = print) -> tuple[str, str]:
+    """The bench database (migrated, loaded, embedded) and an API key of its team."""
+    admin, url = _urls(base_url)
+    items, _ = locomo_turns_and_questions()
+    with psycopg.connect(admin, autocommit=True) as conn:
+        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (BENCH_DATABASE,)).fetchone()
+        if exists and not reuse:
+            conn.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(BENCH_DATABASE)))
+            exists = None
+        if not exists:
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(BENCH_DATABASE)))
+    root = project_root()
+    migrate(url, root / "migrations", root / "sql")
+    with psycopg.connect(url) as conn:
+        issued = create_key(conn, TEAM, "loader", [])
+        count = conn.execute(
+            "SELECT count(*) FROM dm_private.evidence WHERE team_id = %s", (issued.team_id,)
+        ).fetchone()
+        if count is None or count[0] != len(items):
+            progress(f"loading {len(items)} LoCoMo turns")
+            for start in range(0, len(items), 500):
+                with acting_as(conn, Principal(issued.team_id, issued.profile_id)) as cur:
+                    cur.execute(
+                        "SELECT dm.ingest_evidence(%s, %s::jsonb)",
+                        (issued.team_id, json.dumps(items[start : start + 500])),
+                    )
+    from densemem.embeddings.local import LocalProvider
+    from densemem.embeddings.worker import EmbeddingWorker, WorkerOptions
+
+    started = time.perf_counter()
+    worker = EmbeddingWorker(url, LocalProvider(), WorkerOptions(batch_size=64))
+    try:
+        stats = worker.run_once()
+    finally:
+        worker.close()
+    if stats.claimed:
+        progress(f"embedded {stats.claimed} documents in {time.perf_counter() - started:.1f} s")
+    return url, issued.api_key
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def start_server(url: str, port: int) -> subprocess.Popen[bytes]:
+    env = {
+        **os.environ,
+        "DATABASE_URL": url,
+        "DENSEMEM_EMBEDDING_PROVIDER": "local",
+        "DENSEMEM_QUERY_CACHE_ENTRIES": "0",
+        "DENSEMEM_POOL_MAX_SIZE": os.environ.get("DENSEMEM_POOL_MAX_SIZE", "16"),
+    }
+    command = [
+        sys.executable,
+        "-m",
+        "densemem.cli",
+        "serve",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--no-worker",
+    ]
+    server = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise RuntimeError("densemem serve exited during start-up")
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=30).status_code == 200:
+                return server
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.5)
+    server.terminate()
+    raise TimeoutError("densemem serve did not become ready")
+
+
+async def _phase(
+    base: str,
+    key: str,
+    questions: list[str],
+    start: int,
+    clients: int,
+    *,
+    requests: int | None,
+    duration: float | None,
+) -> tuple[Phase, int]:
+    latencies: list[float] = []
+    errors = 0
+    cursor = start
+    stop_at = time.perf_counter() + duration if duration is not None else None
+    headers = {"Authorization": f"Bearer {key}"}
+    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    async with httpx.AsyncClient(base_url=base, headers=headers, limits=limits, timeout=60) as client:
+
+        async def one_client() -> None:
+            nonlocal cursor, errors
+            while True:
+                if requests is not None and len(latencies) + errors >= requests:
+                    return
+                if stop_at is not None and time.perf_counter() >= stop_at:
+                    return
+                question = questions[cursor % len(questions)]
+                cursor += 1
+                began = time.perf_counter()
+                response = await client.post("/v1/recall", json={"query": question, "limit": 10})
+                elapsed = (time.perf_counter() - began) * 1000
+                if response.status_code == 200:
+                    latencies.append(elapsed)
+                else:
+                    errors += 1
+
+        began = time.perf_counter()
+        await asyncio.gather(*(one_client() for _ in range(clients)))
+        seconds = time.perf_counter() - began
+    if not latencies:
+        raise RuntimeError("no request succeeded")
+    return Phase(
+        clients,
+        len(latencies),
+        errors,
+        round(seconds, 2),
+        round(len(latencies) / seconds, 1),
+        round(percentile(latencies, 0.50), 2),
+        round(percentile(latencies, 0.95), 2),
+        round(percentile(latencies, 0.99), 2),
+        round(statistics.fmean(latencies), 2),
+    ), cursor
+
+
+def run(
+    url: str,
+    key: str,
+    *,
+    requests: int,
+    warmup: int,
+    duration: float,
+    clients: list[int],
+    progress: Any = print,
+) -> list[Phase]:
+    _, questions = locomo_turns_and_questions()
+    port = _free_port()
+    server = start_server(url, port)
+    base = f"http://127.0.0.1:{port}"
+    phases: list[Phase] = []
+    try:
+        cursor = 0
+        _, cursor = asyncio.run(_phase(base, key, questions, cursor, 1, requests=warmup, duration=None))
+        phase, cursor = asyncio.run(_phase(base, key, questions, cursor, 1, requests=requests, duration=None))
+        phases.append(phase)
+        progress(f"1 client: {phase}")
+        for count in clients:
+            phase, cursor = asyncio.run(
+                _phase(base, key, questions, cursor, count, requests=None, duration=duration)
+            )
+            phases.append(phase)
+            progress(f"{count} clients: {phase}")
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    return phases
+
+
+def _bench_http(args: argparse.Namespace, settings: Settings) -> int:
+    if not LOCOMO.exists():
+        print(f"densemem bench http: {LOCOMO} not found (set DENSEMEM_LOCOMO)", file=sys.stderr)
+        return 2
+    base_url = db.database_url(settings)
+    url, key = prepare(base_url, args.reuse, progress=lambda m: print(m, file=sys.stderr))
+    phases = run(
+        url,
+        key,
+        requests=args.requests,
+        warmup=args.warmup,
+        duration=args.duration,
+        clients=args.clients,
+        progress=lambda m: print(m, file=sys.stderr),
+    )
+    print("| clients | requests | errors | seconds | req/s | p50 ms | p95 ms | p99 ms |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for p in phases:
+        print(
+            f"| {p.clients} | {p.requests} | {p.errors} | {p.seconds} | {p.throughput_rps} | {p.p50_ms} | "
+            f"{p.p95_ms} | {p.p99_ms} |"
+        )
+    target = phases[0].p95_ms <= 30.0
+    print(f"one-client p95 {phases[0].p95_ms} ms: {'meets' if target else 'misses'} the 30 ms target")
+    if args.json:
+        Path(args.json).write_text(json.dumps([asdict(p) for p in phases], indent=2) + "\n")
+    return 0
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    sub = bench_commands(commands)
+    parser = sub.add_parser(
+        "http",
+        help="HTTP recall latency and throughput (local query embedding)",
+        description=__doc__.splitlines()[0] if __doc__ else None,
+    )
+    parser.add_argument(
+        "--requests", type=int, default=300, help="one-client measured requests (default 300)"
+    )
+    parser.add_argument("--warmup", type=int, default=30, help="one-client warm-up requests (default 30)")
+    parser.add_argument(
+        "--duration", type=float, default=20.0, help="seconds per concurrent phase (default 20)"
+    )
+    parser.add_argument(
+        "--clients", type=int, nargs="+", default=[8, 32], help="concurrent phases (default 8 32)"
+    )
+    parser.add_argument("--reuse", action="store_true", help="keep the bench database if it is loaded")
+    parser.add_argument("--json", help="also write the phases to this JSON file")
+    parser.set_defaults(handler=_bench_http)
