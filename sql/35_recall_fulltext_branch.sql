@@ -164,7 +164,8 @@ BEGIN
             FROM prefiltered AS pf
         )
         SELECT 'fulltext'::text, r.document_id, r.subject_id,
-               (pg_catalog.row_number() OVER (ORDER BY r.score DESC, r.subject_id))::integer,
+               -- equal scores share a rank, so ties stay ties through fusion
+               (pg_catalog.rank() OVER (ORDER BY r.score DESC))::integer,
                r.score
         FROM ranked AS r
         ORDER BY r.score DESC, r.subject_id
@@ -268,7 +269,7 @@ BEGIN
             LIMIT scan_cap
         )
         SELECT 'exact'::text, m.document_id, m.subject_id,
-               (pg_catalog.row_number() OVER (ORDER BY m.phrase_hits DESC, m.subject_id))::integer,
+               (pg_catalog.rank() OVER (ORDER BY m.phrase_hits DESC))::integer,
                m.phrase_hits::double precision
         FROM matched AS m
         WHERE pg_catalog.cardinality(phrases) = 0 OR pg_catalog.cardinality(anchors) > 0 OR m.phrase_hits > 0

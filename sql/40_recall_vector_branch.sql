@@ -243,8 +243,10 @@ DECLARE
     contract record;
     profile record;
     threshold integer;
-    candidate record;
     new_name name;
+    teams uuid [];
+    counts bigint [];
+    i integer;
 BEGIN
     SELECT c.contract_id, c.dimensions INTO contract FROM dm_private.embedding_contracts AS c WHERE c.is_active;
     IF NOT FOUND THEN
@@ -252,17 +254,18 @@ BEGIN
     END IF;
     SELECT sip.version, sip.settings INTO profile FROM dm_private.search_index_profiles AS sip WHERE sip.is_active;
     threshold := COALESCE(min_rows, (profile.settings ->> 'partial_index_min_rows')::integer, 10000);
-    FOR candidate IN
-        SELECT e.team_id AS team, pg_catalog.count(*) AS n
-        FROM dm_private.document_embeddings AS e
-        WHERE e.contract_id = contract.contract_id
-        GROUP BY e.team_id
-        HAVING pg_catalog.count(*) >= threshold
-        ORDER BY e.team_id
-    LOOP
+    -- Collected first: an open cursor on the table would forbid CREATE INDEX.
+    SELECT pg_catalog.array_agg(x.team_id ORDER BY x.team_id), pg_catalog.array_agg(x.n ORDER BY x.team_id)
+    INTO teams, counts
+    FROM (SELECT e.team_id, pg_catalog.count(*) AS n
+          FROM dm_private.document_embeddings AS e
+          WHERE e.contract_id = contract.contract_id
+          GROUP BY e.team_id
+          HAVING pg_catalog.count(*) >= threshold) AS x;
+    FOR i IN 1..COALESCE(pg_catalog.cardinality(teams), 0) LOOP
         CONTINUE WHEN EXISTS (SELECT 1 FROM dm_private.team_vector_indexes AS t
-                              WHERE t.team_id = candidate.team AND t.contract_id = contract.contract_id);
-        new_name := 'dm_vec_' || pg_catalog.replace(candidate.team::text, '-', '') || '_c' || contract.contract_id;
+                              WHERE t.team_id = teams[i] AND t.contract_id = contract.contract_id);
+        new_name := 'dm_vec_' || pg_catalog.replace(teams[i]::text, '-', '') || '_c' || contract.contract_id;
         EXECUTE pg_catalog.format(
             'CREATE INDEX IF NOT EXISTS %I ON dm_private.document_embeddings '
             'USING hnsw (((embedding)::public.halfvec(%s)) public.halfvec_cosine_ops) '
@@ -270,13 +273,13 @@ BEGIN
             new_name, contract.dimensions,
             COALESCE((profile.settings #>> '{hnsw,m}')::integer, 16),
             COALESCE((profile.settings #>> '{hnsw,ef_construction}')::integer, 64),
-            candidate.team, contract.contract_id);
+            teams[i], contract.contract_id);
         INSERT INTO dm_private.team_vector_indexes
             (team_id, contract_id, index_name, dimensions, search_index_profile_version, vector_count)
-        VALUES (candidate.team, contract.contract_id, new_name, contract.dimensions, profile.version, candidate.n);
-        team_id := candidate.team;
+        VALUES (teams[i], contract.contract_id, new_name, contract.dimensions, profile.version, counts[i]);
+        team_id := teams[i];
         index_name := new_name;
-        vector_count := candidate.n;
+        vector_count := counts[i];
         RETURN NEXT;
     END LOOP;
 END

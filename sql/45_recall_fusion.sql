@@ -5,8 +5,10 @@
 -- profile picks the method:
 --
 --   rrf       score = sum over branches of weight_b / (rrf_k + rank_b);
---             relevance = score / the best score possible with the branches
---             that ran (every ran branch at rank 1), so in [0, 1].
+--             relevance = min-max of the score over the kept candidates
+--             (best 1, worst 0), so that relevance separates candidates as
+--             much as the other [0, 1] signals do (RRF scores of ranks 1
+--             and 30 differ by a third only).
 --   priority  branches in fusion.branch_priority order: an evidence found by
 --             an earlier branch precedes every evidence found only by later
 --             ones, then by rank; relevance falls linearly from 1 by position.
@@ -60,22 +62,27 @@ AS $$
                    ORDER BY CASE WHEN p.by_priority THEN e.priority_key::double precision ELSE -e.rrf END,
                             e.evidence_id) AS position,
                pg_catalog.count(*) OVER () AS total,
-               p.by_priority, p.cap,
-               (SELECT pg_catalog.sum(b.weight) FROM branch AS b) / (p.k + 1) AS best_possible
+               pg_catalog.max(e.rrf) OVER () AS best_rrf,
+               p.by_priority, p.cap
         FROM per_evidence AS e
         CROSS JOIN params AS p
+    ),
+    kept AS (
+        SELECT o.*, pg_catalog.min(o.rrf) OVER () AS worst_rrf
+        FROM ordered AS o
+        WHERE o.position <= o.cap
     )
     SELECT o.document_id, o.evidence_id,
            CASE WHEN o.by_priority THEN (o.total - o.position + 1)::double precision / o.total ELSE o.rrf END,
            CASE WHEN o.by_priority THEN (o.total - o.position + 1)::double precision / o.total
-                ELSE LEAST(1.0, o.rrf / NULLIF(o.best_possible, 0)) END,
+                WHEN o.best_rrf = o.worst_rrf THEN 1.0
+                ELSE (o.rrf - o.worst_rrf) / (o.best_rrf - o.worst_rrf) END,
            o.fulltext_rank::integer, o.vector_rank::integer, o.exact_rank::integer, o.position::integer
-    FROM ordered AS o
-    WHERE o.position <= o.cap
+    FROM kept AS o
     ORDER BY o.position
 $$;
 COMMENT ON FUNCTION dm_private.recall_fuse(dm_private.recall_branch_hit [], jsonb) IS
-'Fuses branch hits by (branch, evidence_id): RRF with the profile''s rrf_k and branch weights (relevance = score / best possible) or explicit branch priority; keeps the top candidates.fused with each branch rank.';
+'Fuses branch hits by (branch, evidence_id): RRF with the profile''s rrf_k and branch weights (relevance = min-max of the RRF score over the kept candidates) or explicit branch priority; keeps the top candidates.fused with each branch rank.';
 REVOKE ALL ON FUNCTION dm_private.recall_fuse(dm_private.recall_branch_hit [], jsonb) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION dm_private.recall_fuse(dm_private.recall_branch_hit [], jsonb)
 TO densemem_app, densemem_analyst, densemem_operator;

@@ -185,11 +185,18 @@ def zipf_sizes(rows: int, teams: int) -> list[int]:
 
 def vocabulary(rng: np.random.Generator, size: int = 6000) -> list[str]:
     if WORDS_FILE.exists():
-        words = sorted({w.strip().lower() for w in WORDS_FILE.read_text(errors="ignore").split()
-                        if w.strip().isalpha() and w.strip().isascii() and 3 <= len(w.strip()) <= 10})
+        words = sorted(
+            {
+                w.strip().lower()
+                for w in WORDS_FILE.read_text(errors="ignore").split()
+                if w.strip().isalpha() and w.strip().isascii() and 3 <= len(w.strip()) <= 10
+            }
+        )
     else:
         syllables = ["ka", "lo", "mi", "ne", "ru", "ta", "shi", "po", "ve", "dan", "sol", "mer", "tin", "bar"]
-        words = sorted({"".join(rng.choice(syllables, size=int(rng.integers(2, 4)))) for _ in range(size * 2)})
+        words = sorted(
+            {"".join(rng.choice(syllables, size=int(rng.integers(2, 4)))) for _ in range(size * 2)}
+        )
     picked = rng.choice(len(words), size=min(size, len(words)), replace=False)
     return [words[int(i)] for i in picked]
 
@@ -201,15 +208,25 @@ def team_uuid(i: int) -> uuid.UUID:
 def halfvec_copy_payload(rows: list[tuple[uuid.UUID, uuid.UUID]], vectors: np.ndarray) -> bytes:
     """Binary COPY rows for (team_id, document_id, contract_id, document_version, source_version, embedding)."""
     count = len(rows)
-    dtype = np.dtype([
-        ("fields", ">i2"),
-        ("l_team", ">i4"), ("team", "S16"),
-        ("l_doc", ">i4"), ("doc", "S16"),
-        ("l_contract", ">i4"), ("contract", ">i4"),
-        ("l_dv", ">i4"), ("dv", ">i4"),
-        ("l_sv", ">i4"), ("sv", ">i4"),
-        ("l_vec", ">i4"), ("dim", ">i2"), ("unused", ">i2"), ("vec", ">f2", (DIMENSIONS,)),
-    ])
+    dtype = np.dtype(
+        [
+            ("fields", ">i2"),
+            ("l_team", ">i4"),
+            ("team", "S16"),
+            ("l_doc", ">i4"),
+            ("doc", "S16"),
+            ("l_contract", ">i4"),
+            ("contract", ">i4"),
+            ("l_dv", ">i4"),
+            ("dv", ">i4"),
+            ("l_sv", ">i4"),
+            ("sv", ">i4"),
+            ("l_vec", ">i4"),
+            ("dim", ">i2"),
+            ("unused", ">i2"),
+            ("vec", ">f2", (DIMENSIONS,)),
+        ]
+    )
     out = np.zeros(count, dtype=dtype)
     out["fields"] = 6
     out["l_team"] = 16
@@ -250,8 +267,10 @@ def load(url: str, rows: int, teams: int, seed: int) -> dict[str, Any]:
             with conn.cursor() as cur, cur.copy("COPY dm_private.teams (team_id, name) FROM STDIN") as copy:
                 for i in range(teams):
                     copy.write_row((team_uuid(i), f"bench recall team {i}"))
-            with conn.cursor() as cur, cur.copy(
-                    "COPY dm_private.profiles (team_id, profile_id, name) FROM STDIN") as copy:
+            with (
+                conn.cursor() as cur,
+                cur.copy("COPY dm_private.profiles (team_id, profile_id, name) FROM STDIN") as copy,
+            ):
                 for i in range(teams):
                     copy.write_row((team_uuid(i), team_uuid(i + 10**7), "bench author"))
             conn.execute("""
@@ -271,9 +290,13 @@ def load(url: str, rows: int, teams: int, seed: int) -> dict[str, Any]:
             if not chunk_rows:
                 return
             payload = halfvec_copy_payload(chunk_rows, np.concatenate(chunk_vectors))
-            with conn.cursor() as cur, cur.copy(
+            with (
+                conn.cursor() as cur,
+                cur.copy(
                     "COPY dm_private.document_embeddings (team_id, document_id, contract_id, document_version, "
-                    "source_version, embedding) FROM STDIN WITH (FORMAT binary)") as copy:
+                    "source_version, embedding) FROM STDIN WITH (FORMAT binary)"
+                ) as copy,
+            ):
                 copy.write(b"PGCOPY\n\xff\r\n\x00" + struct.pack(">ii", 0, 0))
                 copy.write(payload)
                 copy.write(struct.pack(">h", -1))
@@ -303,11 +326,27 @@ def load(url: str, rows: int, teams: int, seed: int) -> dict[str, Any]:
                 rng.shuffle(words)
                 text = " ".join(words).capitalize() + "."
                 memory_type = MEMORY_TYPES[int(rng.integers(0, len(MEMORY_TYPES)))]
-                created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(base_time - float(rng.integers(0, 365 * 86400))))
-                evidence_buffer.write("\t".join([
-                    str(team), str(evidence), str(source), str(revision), str(profile), _escape_copy(text),
-                    "\\\\x" + hashlib.sha256(text.encode()).hexdigest(), memory_type,
-                    f"{float(rng.random()):.3f}", created, str(document)]) + "\n")
+                created = time.strftime(
+                    "%Y-%m-%dT%H:%M:%SZ", time.gmtime(base_time - float(rng.integers(0, 365 * 86400)))
+                )
+                evidence_buffer.write(
+                    "\t".join(
+                        [
+                            str(team),
+                            str(evidence),
+                            str(source),
+                            str(revision),
+                            str(profile),
+                            _escape_copy(text),
+                            "\\\\x" + hashlib.sha256(text.encode()).hexdigest(),
+                            memory_type,
+                            f"{float(rng.random()):.3f}",
+                            created,
+                            str(document),
+                        ]
+                    )
+                    + "\n"
+                )
                 chunk_rows.append((team, document))
             chunk_vectors.append(vectors)
             written += size
@@ -352,11 +391,15 @@ def _copy_evidence(conn: psycopg.Connection[Any], payload: str) -> None:
 
 def bench_urls(base_url: str) -> tuple[str, str]:
     info = {k: str(v) for k, v in psycopg.conninfo.conninfo_to_dict(base_url).items() if v is not None}
-    return (psycopg.conninfo.make_conninfo(**{**info, "dbname": "postgres"}),
-            psycopg.conninfo.make_conninfo(**{**info, "dbname": BENCH_DATABASE}))
+    return (
+        psycopg.conninfo.make_conninfo(**{**info, "dbname": "postgres"}),
+        psycopg.conninfo.make_conninfo(**{**info, "dbname": BENCH_DATABASE}),
+    )
 
 
-def prepare_database(settings: Settings, rows: int, teams: int, seed: int, reuse: bool) -> tuple[str, float, float]:
+def prepare_database(
+    settings: Settings, rows: int, teams: int, seed: int, reuse: bool
+) -> tuple[str, float, float]:
     admin, bench = bench_urls(db.database_url(settings))
     with psycopg.connect(admin, autocommit=True) as conn:
         exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (BENCH_DATABASE,)).fetchone()
@@ -368,7 +411,9 @@ def prepare_database(settings: Settings, rows: int, teams: int, seed: int, reuse
             if row is not None and (int(row[0]), int(row[1])) == (rows, teams):
                 migrate(bench, settings.migrations_dir, settings.sql_dir)
                 return bench, 0.0, 0.0
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(BENCH_DATABASE)))
+        conn.execute(
+            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(BENCH_DATABASE))
+        )
         conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(BENCH_DATABASE)))
     migrate(bench, settings.migrations_dir, settings.sql_dir)
     started = time.perf_counter()
@@ -387,12 +432,15 @@ def _vector_text(vector: np.ndarray) -> str:
     return "[" + ",".join(f"{x:.5f}" for x in vector.tolist()) + "]"
 
 
-def query_set(conn: psycopg.Connection[Any], per_bucket: int, seed: int) -> dict[str, list[tuple[Any, str, str]]]:
+def query_set(
+    conn: psycopg.Connection[Any], per_bucket: int, seed: int
+) -> dict[str, list[tuple[Any, str, str]]]:
     """Per bucket: (team, query text, query vector) made from a random evidence of a random team in it."""
     rng = np.random.default_rng(seed + 1)
     sizes = conn.execute(
         "SELECT team_id, count(*) FROM dm_private.search_documents WHERE subject_kind = 'evidence' "
-        "GROUP BY team_id ORDER BY team_id").fetchall()
+        "GROUP BY team_id ORDER BY team_id"
+    ).fetchall()
     out: dict[str, list[tuple[Any, str, str]]] = {}
     for name, low, high in BUCKETS:
         teams = [t for t, n in sizes if low <= int(n) <= high]
@@ -406,7 +454,8 @@ def query_set(conn: psycopg.Connection[Any], per_bucket: int, seed: int) -> dict
                 "JOIN dm_private.document_embeddings AS e ON e.team_id = d.team_id AND e.document_id = d.document_id "
                 "WHERE d.team_id = %s AND d.subject_kind = 'evidence' ORDER BY d.document_id "
                 "OFFSET %s LIMIT 1",
-                (team, int(rng.integers(0, max(1, [n for t, n in sizes if t == team][0]))))).fetchone()
+                (team, int(rng.integers(0, max(1, [n for t, n in sizes if t == team][0])))),
+            ).fetchone()
             if row is None:
                 continue
             words = [w.strip(".").lower() for w in str(row[0]).split()]
@@ -423,8 +472,12 @@ def query_set(conn: psycopg.Connection[Any], per_bucket: int, seed: int) -> dict
 def measure(url: str, per_bucket: int, seed: int, warmup: int = 5) -> dict[str, Any]:
     with psycopg.connect(url, autocommit=True) as conn:
         queries = query_set(conn, per_bucket, seed)
-        sizes = {r[0]: int(r[1]) for r in conn.execute(
-            "SELECT team_id, count(*) FROM dm_private.search_documents GROUP BY team_id").fetchall()}
+        sizes = {
+            r[0]: int(r[1])
+            for r in conn.execute(
+                "SELECT team_id, count(*) FROM dm_private.search_documents GROUP BY team_id"
+            ).fetchall()
+        }
         conn.execute(MEASURE_FUNCTIONS)
         buckets: list[BucketFigures] = []
         everything: list[float] = []
@@ -436,41 +489,61 @@ def measure(url: str, per_bucket: int, seed: int, warmup: int = 5) -> dict[str, 
                 conn.execute("SELECT set_config('role', 'densemem_app', true)")
                 rows = conn.execute(
                     "SELECT elapsed_ms, result_count FROM pg_temp.bench_recall(%s, %s, %s, %s)",
-                    (teams[:warmup] + teams, texts[:warmup] + texts, vectors[:warmup] + vectors, warmup)).fetchall()
+                    (teams[:warmup] + teams, texts[:warmup] + texts, vectors[:warmup] + vectors, warmup),
+                ).fetchall()
                 oracle = conn.execute(
                     "SELECT matched, expected, access_path FROM pg_temp.bench_oracle(%s, %s, 50)",
-                    (teams, vectors)).fetchall()
+                    (teams, vectors),
+                ).fetchall()
             elapsed = [float(r[0]) for r in rows]
             everything += elapsed
             paths: dict[str, int] = {}
             for r in oracle:
                 paths[str(r[2])] = paths.get(str(r[2]), 0) + 1
             expected = sum(int(r[1]) for r in oracle)
-            buckets.append(BucketFigures(
-                bucket=name, teams=len({t for t in teams}), queries=len(elapsed),
-                p50_ms=statistics.median(elapsed), p95_ms=percentile(elapsed, 0.95),
-                p99_ms=percentile(elapsed, 0.99), mean_results=statistics.fmean(int(r[1]) for r in rows),
-                recall_at_50=(sum(int(r[0]) for r in oracle) / expected) if expected else 1.0,
-                oracle_queries=len(oracle), access_paths=paths))
+            buckets.append(
+                BucketFigures(
+                    bucket=name,
+                    teams=len({t for t in teams}),
+                    queries=len(elapsed),
+                    p50_ms=statistics.median(elapsed),
+                    p95_ms=percentile(elapsed, 0.95),
+                    p99_ms=percentile(elapsed, 0.99),
+                    mean_results=statistics.fmean(int(r[1]) for r in rows),
+                    recall_at_50=(sum(int(r[0]) for r in oracle) / expected) if expected else 1.0,
+                    oracle_queries=len(oracle),
+                    access_paths=paths,
+                )
+            )
         # client round trips (prepared), one bucket mix
         client: list[float] = []
         mix = [item for items in queries.values() for item in items]
         for team, text, vector in mix:
             with conn.transaction():
-                conn.execute("SELECT set_config('role', 'densemem_app', true), "
-                             "set_config('densemem.team_id', %s, true)", (str(team),))
+                conn.execute(
+                    "SELECT set_config('role', 'densemem_app', true), "
+                    "set_config('densemem.team_id', %s, true)",
+                    (str(team),),
+                )
                 started = time.perf_counter()
-                conn.execute("SELECT dm.recall_memory(%s, %s, %s::vector, '{}'::jsonb)",
-                             (text, team, vector), prepare=True).fetchone()
+                conn.execute(
+                    "SELECT dm.recall_memory(%s, %s, %s::vector, '{}'::jsonb)",
+                    (text, team, vector),
+                    prepare=True,
+                ).fetchone()
                 client.append((time.perf_counter() - started) * 1000)
         # stage times from explain_recall (operator)
         stages: dict[str, list[float]] = {}
         for team, text, vector in mix[:: max(1, len(mix) // 100)]:
             with conn.transaction():
-                conn.execute("SELECT set_config('role', 'densemem_operator', true), "
-                             "set_config('densemem.team_id', %s, true)", (str(team),))
-                explained = conn.execute("SELECT dm.explain_recall(%s, %s, %s::vector, '{}'::jsonb)",
-                                         (text, team, vector)).fetchone()
+                conn.execute(
+                    "SELECT set_config('role', 'densemem_operator', true), "
+                    "set_config('densemem.team_id', %s, true)",
+                    (str(team),),
+                )
+                explained = conn.execute(
+                    "SELECT dm.explain_recall(%s, %s, %s::vector, '{}'::jsonb)", (text, team, vector)
+                ).fetchone()
             assert explained is not None
             for stage, value in explained[0]["timings_ms"].items():
                 stages.setdefault(stage, []).append(float(value))
@@ -482,49 +555,78 @@ def measure(url: str, per_bucket: int, seed: int, warmup: int = 5) -> dict[str, 
             conn.execute("SELECT set_config('role', 'densemem_app', true)")
             ranking_rows = conn.execute(
                 "SELECT elapsed_ms, candidate_count FROM pg_temp.bench_ranking(%s, %s, %s, %s)",
-                ([t for t, _, _ in ranking_items], [q for _, q, _ in ranking_items],
-                 [v for _, _, v in ranking_items], warmup)).fetchall()
-        ranking = [float(r[0]) for r in ranking_rows if int(r[1]) >= 100] or [float(r[0]) for r in ranking_rows]
+                (
+                    [t for t, _, _ in ranking_items],
+                    [q for _, q, _ in ranking_items],
+                    [v for _, _, v in ranking_items],
+                    warmup,
+                ),
+            ).fetchall()
+        ranking = [float(r[0]) for r in ranking_rows if int(r[1]) >= 100] or [
+            float(r[0]) for r in ranking_rows
+        ]
         return {
-            "buckets": buckets, "all": everything, "client": client,
+            "buckets": buckets,
+            "all": everything,
+            "client": client,
             "stages": {k: statistics.fmean(v) for k, v in stages.items()},
-            "ranking": ranking, "largest_team": max(sizes.values()),
+            "ranking": ranking,
+            "largest_team": max(sizes.values()),
         }
 
 
 def _bench_recall(args: argparse.Namespace, settings: Settings) -> int:
     try:
-        url, load_seconds, index_seconds = prepare_database(settings, args.rows, args.teams, args.seed, args.reuse)
+        url, load_seconds, index_seconds = prepare_database(
+            settings, args.rows, args.teams, args.seed, args.reuse
+        )
         measured = measure(url, args.queries, args.seed)
     except psycopg.Error as error:
         print(f"densemem bench recall: {error}\n{error.diag.context or ''}", file=sys.stderr)
         return 1
     figures = RecallBenchFigures(
-        rows=args.rows, teams=args.teams, largest_team=measured["largest_team"], load_seconds=round(load_seconds, 1),
-        index_seconds=round(index_seconds, 1), buckets=measured["buckets"],
-        overall_p50_ms=statistics.median(measured["all"]), overall_p95_ms=percentile(measured["all"], 0.95),
-        overall_p99_ms=percentile(measured["all"], 0.99), client_p50_ms=statistics.median(measured["client"]),
+        rows=args.rows,
+        teams=args.teams,
+        largest_team=measured["largest_team"],
+        load_seconds=round(load_seconds, 1),
+        index_seconds=round(index_seconds, 1),
+        buckets=measured["buckets"],
+        overall_p50_ms=statistics.median(measured["all"]),
+        overall_p95_ms=percentile(measured["all"], 0.95),
+        overall_p99_ms=percentile(measured["all"], 0.99),
+        client_p50_ms=statistics.median(measured["client"]),
         client_p95_ms=percentile(measured["client"], 0.95),
         stage_mean_ms={k: round(v, 3) for k, v in measured["stages"].items()},
         ranking_100_p50_ms=statistics.median(measured["ranking"]),
-        ranking_100_p95_ms=percentile(measured["ranking"], 0.95), ranking_calls=len(measured["ranking"]),
-        date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()))
+        ranking_100_p95_ms=percentile(measured["ranking"], 0.95),
+        ranking_calls=len(measured["ranking"]),
+        date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+    )
     print(json.dumps(asdict(figures), indent=2, default=str))
     for b in figures.buckets:
-        print(f"{b.bucket:>7}: p50 {b.p50_ms:.2f} ms  p95 {b.p95_ms:.2f} ms  p99 {b.p99_ms:.2f} ms  "
-              f"recall@50 {b.recall_at_50:.4f}  paths {b.access_paths}")
-    print(f"overall p50 {figures.overall_p50_ms:.2f} ms, p95 {figures.overall_p95_ms:.2f} ms; "
-          f"ranking 100 candidates p95 {figures.ranking_100_p95_ms:.3f} ms")
+        print(
+            f"{b.bucket:>7}: p50 {b.p50_ms:.2f} ms  p95 {b.p95_ms:.2f} ms  p99 {b.p99_ms:.2f} ms  "
+            f"recall@50 {b.recall_at_50:.4f}  paths {b.access_paths}"
+        )
+    print(
+        f"overall p50 {figures.overall_p50_ms:.2f} ms, p95 {figures.overall_p95_ms:.2f} ms; "
+        f"ranking 100 candidates p95 {figures.ranking_100_p95_ms:.3f} ms"
+    )
     return 0
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     sub = bench_commands(commands)
-    parser = sub.add_parser("recall", help="dm.recall_memory latency, stage times, ranking cost and ANN recall",
-                            description=__doc__.splitlines()[0] if __doc__ else None)
+    parser = sub.add_parser(
+        "recall",
+        help="dm.recall_memory latency, stage times, ranking cost and ANN recall",
+        description=__doc__.splitlines()[0] if __doc__ else None,
+    )
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--teams", type=int, default=1_000)
     parser.add_argument("--queries", type=int, default=100, help="queries per team-size bucket")
     parser.add_argument("--seed", type=int, default=11)
-    parser.add_argument("--reuse", action="store_true", help="reuse the bench database when it holds the same size")
+    parser.add_argument(
+        "--reuse", action="store_true", help="reuse the bench database when it holds the same size"
+    )
     parser.set_defaults(handler=_bench_recall)
