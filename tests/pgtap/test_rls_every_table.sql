@@ -36,12 +36,22 @@ WHERE t.has_team_id
 --     owner's SECURITY DEFINER dm.authenticate_api_key looks the key up by
 --     (team_id, api_key_id) parsed from the key itself.
 --   team_role_grants: the analyst policy of every other table reads it, so
---     its own policy is keyed on session_user (a login role sees its grants).
+--     its own policies are keyed on session_user (a login role sees its
+--     grants; the searcher's candidate functions check them, 0020).
+--   search_documents / document_embeddings: the embedding worker is
+--     cross-team infrastructure (0015); its SECURITY DEFINER functions, owned
+--     by densemem_embedder, claim and embed pending documents of every team.
+--     A policy naming that role on these two tables was chosen over
+--     BYPASSRLS, which would cover every table the role is ever granted.
 CREATE TEMPORARY VIEW policy_exceptions (table_name, policy_name) AS
 VALUES
     ('api_keys', 'the owner looks up keys to authenticate them'),
     ('profiles', 'the owner reads profiles to authenticate keys'),
-    ('team_role_grants', 'a login role sees the grants that name it');
+    ('team_role_grants', 'a login role sees the grants that name it'),
+    ('team_role_grants', 'the searcher sees the grants that name the login role'),
+    -- (PostgreSQL truncates names to 63 bytes: this is the stored policy name.)
+    ('search_documents', 'the embedding worker reads and updates search documents of ever'),
+    ('document_embeddings', 'the embedding worker writes vectors of every team');
 
 CREATE TEMPORARY VIEW unscoped_team_policies AS
 SELECT t.qualified_name, p.policyname::text COLLATE "default" AS policyname

@@ -20,14 +20,20 @@ VALUES
     ('densemem_app', false, false),
     ('densemem_analyst', false, false),
     ('densemem_operator', false, false),
-    ('densemem_searcher', false, true);
+    ('densemem_searcher', false, true),
+    -- 0015: what an embedding-worker login is granted (EXECUTE on the worker
+    -- functions only), and the owner of those SECURITY DEFINER functions,
+    -- which reaches every team's documents through its own named policies.
+    ('densemem_worker', false, false),
+    ('densemem_embedder', false, false);
 
 -- (member, granted role): who inherits whose privileges among Dense-Mem roles.
--- The owner is a member of the searcher so that it can create functions the
--- searcher owns (CREATE OR REPLACE ... then ALTER ... OWNER).
+-- The owner is a member of the searcher and the embedder so that it can
+-- create functions they own (CREATE OR REPLACE ... then ALTER ... OWNER).
 CREATE TEMPORARY VIEW intended_memberships (member_name, role_name) AS
 VALUES
-    ('densemem_owner', 'densemem_searcher');
+    ('densemem_owner', 'densemem_searcher'),
+    ('densemem_owner', 'densemem_embedder');
 
 CREATE TEMPORARY VIEW actual_roles AS
 SELECT r.rolname::text COLLATE "default" AS role_name, r.rolcanlogin AS can_login, r.rolbypassrls AS bypass_rls
@@ -78,11 +84,16 @@ SELECT is_empty(
 -- ---------------------------------------------------------------- schema grants
 
 -- (schema, privileges, grantees): USAGE lets a role name objects in the
--- schema; nobody but the owner may CREATE. The ledger schema is granted to no one.
+-- schema. CREATE only for densemem_searcher on dm_private (0020, 0030):
+-- ALTER FUNCTION ... OWNER TO densemem_searcher requires the new owner to hold
+-- CREATE on the schema; the searcher is NOLOGIN and only densemem_owner (its
+-- member) and superusers can act as it. The ledger schema is granted to no one.
 CREATE TEMPORARY VIEW intended_schema_grants_written (schema_name, privileges, grantees) AS
 VALUES
-    ('dm', 'USAGE', 'densemem_app, densemem_analyst, densemem_operator'),
-    ('dm_private', 'USAGE', 'densemem_app, densemem_analyst, densemem_operator, densemem_searcher'),
+    ('dm', 'USAGE', 'densemem_app, densemem_analyst, densemem_operator, densemem_worker'),
+    ('dm_private', 'USAGE',
+     'densemem_app, densemem_analyst, densemem_operator, densemem_searcher, densemem_worker, densemem_embedder'),
+    ('dm_private', 'CREATE', 'densemem_searcher'),
     ('dm_migrations', '', '');
 
 CREATE TEMPORARY VIEW intended_schema_grants AS
@@ -127,7 +138,8 @@ VALUES
     ('dm_private.profiles', 'SELECT, INSERT, UPDATE', 'densemem_app'),
     ('dm_private.profiles', 'SELECT', 'densemem_analyst, densemem_operator, densemem_searcher'),
     ('dm_private.api_keys', 'SELECT, INSERT, UPDATE', 'densemem_app'),
-    ('dm_private.team_role_grants', 'SELECT', 'densemem_app, densemem_analyst, densemem_operator'),
+    -- The searcher's candidate functions apply dm_private.require_team, which reads it (0010, 0020).
+    ('dm_private.team_role_grants', 'SELECT', 'densemem_app, densemem_analyst, densemem_operator, densemem_searcher'),
     ('dm_private.sources', 'SELECT, INSERT, UPDATE', 'densemem_app'),
     ('dm_private.sources', 'SELECT', 'densemem_analyst, densemem_operator'),
     ('dm_private.source_revisions', 'SELECT, INSERT, UPDATE', 'densemem_app'),
@@ -153,11 +165,13 @@ VALUES
     ('dm_private.hypotheses', 'SELECT, INSERT, UPDATE', 'densemem_app'),
     ('dm_private.hypotheses', 'SELECT', 'densemem_analyst, densemem_operator'),
     ('dm_private.embedding_contracts', 'SELECT',
-     'densemem_app, densemem_analyst, densemem_operator, densemem_searcher'),
+     'densemem_app, densemem_analyst, densemem_operator, densemem_searcher, densemem_embedder'),
     ('dm_private.search_documents', 'SELECT, INSERT, UPDATE', 'densemem_app'),
     ('dm_private.search_documents', 'SELECT', 'densemem_analyst, densemem_operator, densemem_searcher'),
     ('dm_private.document_embeddings', 'SELECT, INSERT, UPDATE, DELETE', 'densemem_app'),
     ('dm_private.document_embeddings', 'SELECT', 'densemem_analyst, densemem_operator, densemem_searcher'),
+    -- The embedding worker's functions write the vectors of every team (0015).
+    ('dm_private.document_embeddings', 'SELECT, INSERT, UPDATE, DELETE', 'densemem_embedder'),
     ('dm_private.ranking_profiles', 'SELECT', 'densemem_app, densemem_analyst, densemem_operator'),
     ('dm_private.team_ranking_overrides', 'SELECT, INSERT, UPDATE', 'densemem_app'),
     ('dm_private.team_ranking_overrides', 'SELECT', 'densemem_analyst, densemem_operator'),
@@ -166,19 +180,47 @@ VALUES
     ('dm_private.usage_counters', 'SELECT, INSERT, UPDATE', 'densemem_app'),
     ('dm_private.usage_counters', 'SELECT', 'densemem_analyst, densemem_operator'),
     ('dm_private.usage_snapshots', 'SELECT, INSERT, UPDATE', 'densemem_app'),
-    ('dm_private.usage_snapshots', 'SELECT', 'densemem_analyst, densemem_operator'),
+    -- The searcher reads rerank features too, so a rerank needs no second RLS pass (0020).
+    ('dm_private.usage_snapshots', 'SELECT', 'densemem_analyst, densemem_operator, densemem_searcher'),
     ('dm_private.usage_snapshot_counts', 'SELECT, INSERT, UPDATE, DELETE', 'densemem_app'),
-    ('dm_private.usage_snapshot_counts', 'SELECT', 'densemem_analyst, densemem_operator'),
+    ('dm_private.usage_snapshot_counts', 'SELECT', 'densemem_analyst, densemem_operator, densemem_searcher'),
     ('dm_private.recall_telemetry', 'SELECT, INSERT, UPDATE', 'densemem_app'),
     ('dm_private.recall_telemetry', 'SELECT', 'densemem_analyst, densemem_operator'),
+    -- 0010: a team's predicate synonyms are configuration, not history (the
+    -- service may change them); the global defaults are read-only.
+    ('dm_private.predicate_synonyms', 'SELECT, INSERT, UPDATE, DELETE', 'densemem_app'),
+    ('dm_private.predicate_synonyms', 'SELECT', 'densemem_analyst, densemem_operator'),
+    ('dm_private.predicate_synonym_defaults', 'SELECT',
+     'densemem_app, densemem_analyst, densemem_operator, densemem_searcher'),
+    -- 0020: global search-index profiles (read-only) and the per-team vector
+    -- indexes, written by an administrator.
+    ('dm_private.search_index_profiles', 'SELECT',
+     'densemem_app, densemem_analyst, densemem_operator, densemem_searcher'),
+    ('dm_private.team_vector_indexes', 'SELECT',
+     'densemem_app, densemem_analyst, densemem_operator, densemem_searcher'),
+    -- 0030: the service rebuilds a team's communities (delete its rows, insert new ones).
+    ('dm_private.communities', 'SELECT, INSERT, DELETE', 'densemem_app'),
+    ('dm_private.communities', 'SELECT', 'densemem_analyst, densemem_operator'),
+    ('dm_private.community_members', 'SELECT, INSERT, DELETE', 'densemem_app'),
+    ('dm_private.community_members', 'SELECT', 'densemem_analyst, densemem_operator'),
+    ('dm_private.community_relationships', 'SELECT, INSERT, DELETE', 'densemem_app'),
+    ('dm_private.community_relationships', 'SELECT', 'densemem_analyst, densemem_operator'),
     -- The migration ledger: the migrating role only.
     ('dm_migrations.applied_migrations', '', ''),
     ('dm_migrations.applied_function_files', '', '');
 
 -- Column-level grants, one line per (table, columns, privileges, grantees).
--- None are intended yet; add lines here (as a VALUES list) when one is.
+-- 0015: the embedder reads what it embeds and the bookkeeping it checks, and
+-- may update only the bookkeeping (never body, versions or the eligibility mirror).
 CREATE TEMPORARY VIEW column_grant_matrix (table_name, column_names, privileges, grantees) AS
-SELECT NULL::text, NULL::text, NULL::text, NULL::text WHERE false;
+VALUES
+    ('dm_private.search_documents',
+     'team_id, document_id, subject_kind, document_version, source_version, body, search_state, '
+     || 'embed_attempts, last_error, claimed_until, pending_since',
+     'SELECT', 'densemem_embedder'),
+    ('dm_private.search_documents',
+     'search_state, embed_attempts, last_error, claimed_until, pending_since, updated_at',
+     'UPDATE', 'densemem_embedder');
 
 CREATE TEMPORARY VIEW dm_relations AS
 SELECT c.oid AS table_oid, c.relowner, c.relacl,

@@ -7,9 +7,10 @@ BEGIN;
 SELECT plan(14);
 
 -- Roles that may own functions: the owner owns everything; the searcher
--- owns only candidate-generation SECURITY DEFINER functions.
+-- owns only candidate-generation SECURITY DEFINER functions, the embedder
+-- only the embedding worker's SECURITY DEFINER functions (0015).
 CREATE TEMPORARY VIEW function_owners (role_name) AS
-VALUES ('densemem_owner'), ('densemem_searcher');
+VALUES ('densemem_owner'), ('densemem_searcher'), ('densemem_embedder');
 
 CREATE TEMPORARY VIEW dm_functions AS
 SELECT p.oid AS function_oid, p.oid::regprocedure::text COLLATE "default" AS function_name,
@@ -46,7 +47,8 @@ WHERE r.rolname::text NOT IN (SELECT role_name FROM function_owners);
 
 CREATE TEMPORARY VIEW searcher_invokers AS
 SELECT f.function_name FROM dm_functions AS f
-WHERE f.proowner = (SELECT oid FROM pg_catalog.pg_roles WHERE rolname = 'densemem_searcher') AND NOT f.prosecdef;
+WHERE f.proowner IN (SELECT oid FROM pg_catalog.pg_roles WHERE rolname IN ('densemem_searcher', 'densemem_embedder'))
+  AND NOT f.prosecdef;
 
 SELECT cmp_ok((SELECT count(*) FROM dm_functions)::integer, '>=', 10,
               'the catalog query sees the Dense-Mem functions (guards against a vacuous pass)');
@@ -58,9 +60,9 @@ SELECT is_empty('SELECT * FROM functions_with_nonempty_search_path',
 SELECT is_empty('SELECT * FROM unsafe_definers',
                 $$every SECURITY DEFINER function has search_path '' and a non-superuser owner$$);
 SELECT is_empty('SELECT * FROM unexpected_function_owners',
-                'functions are owned by densemem_owner (or, for candidate generation, densemem_searcher)');
+                'functions are owned by densemem_owner (or densemem_searcher / densemem_embedder)');
 SELECT is_empty('SELECT * FROM searcher_invokers',
-                'densemem_searcher owns only SECURITY DEFINER functions');
+                'densemem_searcher and densemem_embedder own only SECURITY DEFINER functions');
 
 -- The checks catch offenders (each probe looks only at its own objects).
 CREATE FUNCTION dm_private.zz_pgtap_bare() RETURNS integer LANGUAGE sql AS 'SELECT 1';

@@ -12,6 +12,12 @@ SELECT plan(14);
 --   dm_private.ranking_profiles      versioned ranking settings shared by all
 --                                    teams (a team's choice and overrides live
 --                                    in team_ranking_overrides, which has team_id).
+--   dm_private.predicate_synonym_defaults
+--                                    the default phrase-to-predicate mapping
+--                                    of dm.parse_query for every team (0010);
+--                                    a team's own rows are in predicate_synonyms.
+--   dm_private.search_index_profiles versioned vector-index settings of the
+--                                    installation (0020), like ranking_profiles.
 --   dm_migrations.applied_migrations, dm_migrations.applied_function_files
 --                                    the migration runner's ledger: one per
 --                                    database, about the schema, not the data.
@@ -19,6 +25,8 @@ CREATE TEMPORARY VIEW global_tables (table_name) AS
 VALUES
     ('dm_private.embedding_contracts'),
     ('dm_private.ranking_profiles'),
+    ('dm_private.predicate_synonym_defaults'),
+    ('dm_private.search_index_profiles'),
     ('dm_migrations.applied_migrations'),
     ('dm_migrations.applied_function_files');
 
@@ -26,9 +34,15 @@ VALUES
 --   dm_private.teams_name_key  teams is the tenant directory (one row per
 --                              team, a Citus reference table), and a team
 --                              name is unique across the installation.
+--   dm_private.search_documents_claim_order_idx
+--                              the embedding worker claims the oldest pending
+--                              documents of all teams (0015). A non-unique
+--                              partial index of pending rows: Citus builds it
+--                              per shard, where it still serves the claim.
 CREATE TEMPORARY VIEW index_exceptions (index_name) AS
 VALUES
-    ('dm_private.teams_name_key');
+    ('dm_private.teams_name_key'),
+    ('dm_private.search_documents_claim_order_idx');
 
 CREATE TEMPORARY VIEW dm_tables AS
 SELECT c.oid AS table_oid,
