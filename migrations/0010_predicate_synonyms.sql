@@ -31,7 +31,8 @@ CREATE TABLE dm_private.predicate_synonym_defaults (
     CONSTRAINT predicate_synonym_defaults_phrase_normalized CHECK (
         phrase = pg_catalog.lower(phrase)
         AND phrase ~ '^[^[:space:]]+( [^[:space:]]+){0,3}$'
-        AND pg_catalog.length(phrase) <= 100),
+        AND pg_catalog.length(phrase) <= 100
+    ),
     CONSTRAINT predicate_synonym_defaults_predicate_shape CHECK (predicate ~ '^[a-z][a-z0-9_]{0,99}$')
 );
 COMMENT ON TABLE dm_private.predicate_synonym_defaults IS
@@ -48,7 +49,8 @@ CREATE TABLE dm_private.predicate_synonyms (
     CONSTRAINT predicate_synonyms_phrase_normalized CHECK (
         phrase = pg_catalog.lower(phrase)
         AND phrase ~ '^[^[:space:]]+( [^[:space:]]+){0,3}$'
-        AND pg_catalog.length(phrase) <= 100),
+        AND pg_catalog.length(phrase) <= 100
+    ),
     CONSTRAINT predicate_synonyms_predicate_shape CHECK (predicate ~ '^[a-z][a-z0-9_]{0,99}$')
 );
 COMMENT ON TABLE dm_private.predicate_synonyms IS
@@ -72,8 +74,12 @@ USING (
         pg_catalog.pg_has_role(session_user, 'densemem_app', 'MEMBER')
         OR EXISTS (
             SELECT 1 FROM dm_private.team_role_grants AS g
-            WHERE g.team_id = (SELECT NULLIF(pg_catalog.current_setting('densemem.team_id', true), '')::uuid)
-              AND g.role_name = session_user)));
+            WHERE
+                g.team_id = (SELECT NULLIF(pg_catalog.current_setting('densemem.team_id', true), '')::uuid)
+                AND g.role_name = session_user
+        )
+    )
+);
 CREATE POLICY "the owner works inside the authenticated team" ON dm_private.predicate_synonyms
 AS PERMISSIVE FOR ALL TO densemem_owner
 USING (team_id = (SELECT NULLIF(pg_catalog.current_setting('densemem.team_id', true), '')::uuid))
@@ -99,8 +105,11 @@ densemem_app, densemem_analyst, densemem_operator, densemem_searcher;
 RESET ROLE;
 
 INSERT INTO dm_private.predicate_synonym_defaults (phrase, predicate)
-SELECT s.phrase, s.predicate
-FROM (VALUES
+SELECT
+    s.phrase,
+    s.predicate
+FROM (
+    VALUES
     ('works on', 'works_on'), ('working on', 'works_on'), ('worked on', 'works_on'), ('work on', 'works_on'),
     ('contributes to', 'works_on'), ('contributed to', 'works_on'),
     ('uses', 'uses'), ('using', 'uses'), ('used', 'uses'), ('relies on', 'uses'), ('built with', 'uses'),
