@@ -194,8 +194,8 @@ def test_sql_files_define_every_function_the_migrations_create(new_database: Any
         and signature not in MIGRATION_ONLY_FUNCTIONS
     )
     assert not_kept == [], (
-        "functions created by migrations but not (re)defined in sql/: move their current definition "
-        "into a function file, or list them in MIGRATION_ONLY_FUNCTIONS with the reason"
+        f"functions created by migrations but not (re)defined in sql/: {', '.join(not_kept)}. Move their "
+        "current definition into a function file, or list them in MIGRATION_ONLY_FUNCTIONS with the reason"
     )
     stale = sorted(set(MIGRATION_ONLY_FUNCTIONS) - set(from_migrations))
     assert stale == [], "MIGRATION_ONLY_FUNCTIONS lists functions no migration creates"
