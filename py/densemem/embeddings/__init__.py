@@ -8,7 +8,9 @@
 | `openai` | any OpenAI-compatible `POST {DENSEMEM_EMBEDDING_BASE_URL}/v1/embeddings` |
 | `hashing-test` | deterministic feature hashing, for tests only |
 
-The HTTP provider also reads (all optional): DENSEMEM_EMBEDDING_TIMEOUT_SECONDS
+The local provider reads DENSEMEM_EMBEDDING_THREADS (torch intra-op threads,
+process-wide; default: torch's choice). The HTTP provider also reads (all
+optional): DENSEMEM_EMBEDDING_TIMEOUT_SECONDS
 (30), DENSEMEM_EMBEDDING_MAX_RETRIES (4), DENSEMEM_EMBEDDING_REQUEST_BATCH (128
 texts per request), DENSEMEM_EMBEDDING_MAX_REQUEST_BYTES (1000000),
 DENSEMEM_EMBEDDING_MAX_INPUT_BYTES (32000), DENSEMEM_EMBEDDING_SEND_DIMENSIONS
@@ -59,7 +61,8 @@ def provider_from_settings(settings: Settings, environ: Mapping[str, str] | None
     if name == "local":
         from densemem.embeddings.local import LocalProvider
 
-        return LocalProvider()
+        threads = int(_number(env, "DENSEMEM_EMBEDDING_THREADS", 0))
+        return LocalProvider(num_threads=threads or None)
     if name in {"openai", "http", "openai-compatible"}:
         from densemem.embeddings.openai_http import HttpProviderOptions, OpenAICompatibleProvider
 

@@ -57,7 +57,15 @@ class LocalProvider:
     of documents.
     """
 
-    def __init__(self, *, batch_size: int = 32, max_batch_size: int = 64, device: str = "cpu") -> None:
+    def __init__(
+        self,
+        *,
+        batch_size: int = 32,
+        max_batch_size: int = 64,
+        device: str = "cpu",
+        num_threads: int | None = None,
+    ) -> None:
+        self._num_threads = num_threads
         self._batch_size = batch_size
         self._max_batch_size = max_batch_size
         self._device = device
@@ -78,6 +86,12 @@ class LocalProvider:
             if self._model is None:
                 _offline()
                 from sentence_transformers import SentenceTransformer
+
+                if self._num_threads:
+                    import torch
+
+                    # Process-wide: on a busy or small machine one thread often beats two.
+                    torch.set_num_threads(self._num_threads)
 
                 self._model = SentenceTransformer(str(model_path()), device=self._device)
             return self._model
