@@ -157,6 +157,7 @@ SET search_path = ''
 SET hnsw.ef_search = 200
 SET hnsw.iterative_scan = 'relaxed_order'
 SET hnsw.max_scan_tuples = 20000
+SET enable_sort = on
 AS $$
 DECLARE
     team constant uuid := dm_private.require_team(recall_vector_candidates.team_id);
@@ -197,6 +198,11 @@ BEGIN
         GREATEST(COALESCE((settings #>> '{index,hnsw,ef_search}')::integer, 200), cap)::text, true);
     PERFORM pg_catalog.set_config('hnsw.max_scan_tuples',
         COALESCE((settings #>> '{index,hnsw,max_scan_tuples}')::integer, 20000)::text, true);
+    -- A join and filters shrink the planner's row estimate until sorting the
+    -- team's vectors looks cheaper than walking the index; for a team that
+    -- has its own index the walk is the intended path (restored on exit by
+    -- the SET clause above).
+    PERFORM pg_catalog.set_config('enable_sort', CASE WHEN path = 'hnsw_partial' THEN 'off' ELSE 'on' END, true);
     statement := dm_private.recall_vector_sql(team, chosen.contract_id, chosen.dimensions, path);
     q := query_embedding::public.halfvec;
     EXECUTE 'SELECT pg_catalog.array_agg(ROW(h.branch, h.document_id, h.evidence_id, h.branch_rank, h.branch_score)'

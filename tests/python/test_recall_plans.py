@@ -1,0 +1,91 @@
+"""EXPLAIN checks, run as the application role: the full-text branch uses its GIN index, the vector
+branch scans a small team exactly and a large team through its own partial HNSW index."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+import psycopg
+from test_recall_support import make_team, unit
+
+Conn = psycopg.Connection[Any]
+
+BULK_SQL = """
+INSERT INTO dm_private.sources (team_id, source_id, external_id, kind)
+VALUES (%(team)s, md5(%(team)s::text || 'src')::uuid, 'bulk', 'doc');
+INSERT INTO dm_private.source_revisions (team_id, source_id, revision_id, revision_label, revision_number, is_current)
+VALUES (%(team)s, md5(%(team)s::text || 'src')::uuid, md5(%(team)s::text || 'rev')::uuid, 'v1', 1, true);
+INSERT INTO dm_private.evidence (team_id, evidence_id, source_id, revision_id, owner_profile_id, text, content_hash)
+SELECT %(team)s, md5(%(team)s::text || i)::uuid, md5(%(team)s::text || 'src')::uuid,
+       md5(%(team)s::text || 'rev')::uuid, %(profile)s, t.text, sha256(convert_to(t.text, 'UTF8'))
+FROM generate_series(1, %(n)s) AS i
+CROSS JOIN LATERAL (SELECT 'Record ' || i || ' mentions ' || (ARRAY['alpha', 'bravo', 'charlie', 'delta', 'echo',
+        'foxtrot', 'golf', 'hotel'])[1 + i %% 8] || ' and ' || md5(i::text) AS text) AS t;
+SELECT dm_private.sync_evidence_documents(%(team)s,
+    ARRAY(SELECT evidence_id FROM dm_private.evidence WHERE team_id = %(team)s));
+INSERT INTO dm_private.document_embeddings (team_id, document_id, contract_id, document_version, source_version,
+                                           embedding)
+SELECT d.team_id, d.document_id, 1, d.document_version, d.source_version,
+       public.l2_normalize(ARRAY(SELECT random() - 0.5 + 0 * i FROM generate_series(1, 384))::public.vector)::public.halfvec
+FROM dm_private.search_documents AS d
+CROSS JOIN LATERAL (SELECT 1 AS i) AS x
+WHERE d.team_id = %(team)s;
+"""
+
+
+def bulk_team(conn: Conn, name: str, n: int, *, vectors: bool = True) -> uuid.UUID:
+    team, profile = make_team(conn, name)
+    for statement in BULK_SQL.split(";\n"):
+        if statement.strip() and (vectors or "document_embeddings" not in statement):
+            conn.execute(statement, {"team": team, "profile": profile, "n": n})
+    return team
+
+
+def plans_of_recall(conn: Conn, team: uuid.UUID, query: str) -> list[str]:
+    """The plans of every statement recall_memory runs, captured with auto_explain, as densemem_app."""
+    messages: list[str] = []
+    conn.add_notice_handler(lambda d: messages.append(d.message_primary or ""))
+    with conn.transaction():
+        conn.execute("LOAD 'auto_explain'")
+        conn.execute("SET LOCAL auto_explain.log_min_duration = 0")
+        conn.execute("SET LOCAL auto_explain.log_nested_statements = on")
+        conn.execute("SET LOCAL client_min_messages = log")
+        conn.execute(
+            "SELECT set_config('role', 'densemem_app', true), set_config('densemem.team_id', %s, true)",
+            (str(team),),
+        )
+        conn.execute(
+            "SELECT dm.recall_memory(%s, %s, %s::vector)", (query, team, json.dumps(unit((1, 1.0), (2, 0.5))))
+        )
+    return messages
+
+
+def test_fulltext_branch_uses_its_gin_index_and_vector_path_follows_team_size(admin_conn: Conn) -> None:
+    # the other teams' rows make the table large, as in production: a team is a small part of it
+    bulk_team(admin_conn, "filler", 20000, vectors=False)
+    large = bulk_team(admin_conn, "large", 3000)
+    small = bulk_team(admin_conn, "small", 40)
+    built = admin_conn.execute("SELECT team_id, index_name FROM dm.refresh_vector_indexes(1000)").fetchall()
+    assert [uuid.UUID(str(r[0])) for r in built] == [large]
+    index_name = str(built[0][1])
+    admin_conn.execute("ANALYZE")
+
+    for team in (large, small):
+        plans = plans_of_recall(admin_conn, team, "charlie delta")
+        fulltext = [p for p in plans if "WITH matched AS" in p and "search_vector @@" in p]
+        assert fulltext, "the full-text statement ran"
+        if team == large:
+            # both passes (all terms, any term) read the GIN index, never the heap of the whole table
+            assert all(p.count("Bitmap Index Scan on search_documents_fulltext_idx") == 2 for p in fulltext), [p[p.index("Limit"):] for p in fulltext]
+        else:
+            # a 40-row team in a 3,040-row table: the planner may read either index or the table
+            assert all("search_documents" in p for p in fulltext)
+        vector = [p for p in plans if "document_embeddings AS e" in p and "OPERATOR(public.<=>)" in p]
+        assert vector, "the vector statement ran"
+        if team == large:
+            assert any(f"Index Scan using {index_name}" in p for p in vector), [p[p.index("(cost"):] for p in vector]
+        else:
+            assert all("Index Scan using dm_vec_" not in p for p in vector)
+            assert any("document_embeddings_pkey" in p for p in vector), vector
