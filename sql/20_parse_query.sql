@@ -610,16 +610,12 @@ $$;
 COMMENT ON FUNCTION dm_private.parse_query_text(text, timestamptz) IS
 'The table-free part of dm.parse_query: {"anchors", "phrases", "terms", "time"} of the first 2,000 characters of a query under the given clock (UTC). IMMUTABLE; never raises on any text. Grammar: docs/QUERY_GRAMMAR.md.';
 
--- Entity mentions: query n-grams against this team's entity names and
--- aliases. Exact normalized matches first (canonical name: "exact", alias:
--- "alias"); then the trigram candidates (dm_private.query_name_keys) that
--- matched nothing exactly, by pg_trgm similarity >= 0.45 through the GIN
--- trigram index that leads with team_id ("trigram"). Runs as
--- densemem_searcher so that the non-leakproof % operator can use that index
--- ahead of row-level security; the explicit team predicate is checked
--- against the authenticated team first (dm_private.require_team), so it
--- reads only the caller's own team.
-CREATE OR REPLACE FUNCTION dm_private.match_query_entities(match_team_id uuid, ngrams text [], fuzzy text [])
+-- The trigram half of the entity lookup (misspelled names), apart so that
+-- its similarity threshold is set only when there is something to probe:
+-- each probe is one GIN index scan on (team_id, normalized_name
+-- gin_trgm_ops), similarity >= 0.45, at most 3 entities per probe. Runs as
+-- densemem_searcher (see dm_private.match_query_entities).
+CREATE OR REPLACE FUNCTION dm_private.match_entity_trigrams(match_team_id uuid, probes text [], exclude_ids uuid [])
 RETURNS jsonb
 LANGUAGE plpgsql
 STABLE
@@ -627,9 +623,52 @@ SECURITY DEFINER
 SET search_path = ''
 SET pg_trgm.similarity_threshold = 0.45
 AS $$
+BEGIN
+    PERFORM dm_private.require_team(match_team_id);
+    RETURN (
+        SELECT COALESCE(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
+                'entity_id', y.entity_id, 'name', y.canonical_name, 'mention', y.mention,
+                'match', 'trigram', 'similarity', pg_catalog.round(y.sim::numeric, 3))
+                ORDER BY y.sim DESC, y.entity_id), '[]'::jsonb)
+        FROM (
+            SELECT DISTINCT ON (f.entity_id) f.entity_id, e.canonical_name, f.mention, f.sim
+            FROM pg_catalog.unnest(probes[1:4]) AS c (candidate)
+            CROSS JOIN LATERAL (
+                SELECT n.entity_id, c.candidate AS mention, public.similarity(n.normalized_name, c.candidate) AS sim
+                FROM dm_private.entity_names AS n
+                WHERE n.team_id = match_team_id
+                  AND n.normalized_name OPERATOR(public.%) c.candidate
+                ORDER BY public.similarity(n.normalized_name, c.candidate) DESC, n.entity_id
+                LIMIT 3
+            ) AS f
+            JOIN dm_private.entities AS e ON e.team_id = match_team_id AND e.entity_id = f.entity_id
+            WHERE NOT (f.entity_id = ANY (COALESCE(exclude_ids, '{}')))
+            ORDER BY f.entity_id, f.sim DESC
+        ) AS y
+        WHERE y.sim >= 0.45);
+END
+$$;
+COMMENT ON FUNCTION dm_private.match_entity_trigrams(uuid, text [], uuid []) IS
+'Entities of the authenticated team whose name or alias has pg_trgm similarity >= 0.45 with one of (at most 4) probe strings, except exclude_ids: [{"entity_id", "name", "mention", "match": "trigram", "similarity"}], most similar first. Definer (densemem_searcher) with an explicit, checked team predicate.';
+ALTER FUNCTION dm_private.match_entity_trigrams(uuid, text [], uuid []) OWNER TO densemem_searcher;
+
+-- Entity mentions: query n-grams against this team's entity names and
+-- aliases. Exact normalized matches first (canonical name: "exact", alias:
+-- "alias"); then the trigram candidates (dm_private.query_name_keys) that
+-- are not inside an exact match, through dm_private.match_entity_trigrams
+-- ("trigram"). Runs as densemem_searcher so that the non-leakproof %
+-- operator can use the GIN trigram index ahead of row-level security; the
+-- explicit team predicate is checked against the authenticated team first
+-- (dm_private.require_team), so it reads only the caller's own team.
+CREATE OR REPLACE FUNCTION dm_private.match_query_entities(match_team_id uuid, ngrams text [], fuzzy text [])
+RETURNS jsonb
+LANGUAGE plpgsql
+STABLE
+SECURITY DEFINER
+SET search_path = ''
+AS $$
 DECLARE
     found jsonb;
-    fuzzy_found jsonb;
     matched_names text [];
     matched_ids uuid [];
     candidate text;
@@ -669,28 +708,7 @@ BEGIN
         END IF;
     END LOOP;
     IF pg_catalog.cardinality(probes) > 0 AND pg_catalog.jsonb_array_length(found) < 10 THEN
-        SELECT COALESCE(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
-                'entity_id', y.entity_id, 'name', y.canonical_name, 'mention', y.mention,
-                'match', 'trigram', 'similarity', pg_catalog.round(y.sim::numeric, 3))
-                ORDER BY y.sim DESC, y.entity_id), '[]'::jsonb)
-        INTO fuzzy_found
-        FROM (
-            SELECT DISTINCT ON (f.entity_id) f.entity_id, e.canonical_name, f.mention, f.sim
-            FROM pg_catalog.unnest(probes) AS c (candidate)
-            CROSS JOIN LATERAL (
-                SELECT n.entity_id, c.candidate AS mention, public.similarity(n.normalized_name, c.candidate) AS sim
-                FROM dm_private.entity_names AS n
-                WHERE n.team_id = match_team_id
-                  AND n.normalized_name OPERATOR(public.%) c.candidate
-                ORDER BY public.similarity(n.normalized_name, c.candidate) DESC, n.entity_id
-                LIMIT 3
-            ) AS f
-            JOIN dm_private.entities AS e ON e.team_id = match_team_id AND e.entity_id = f.entity_id
-            WHERE NOT (f.entity_id = ANY (COALESCE(matched_ids, '{}')))
-            ORDER BY f.entity_id, f.sim DESC
-        ) AS y
-        WHERE y.sim >= 0.45;
-        found := found || fuzzy_found;
+        found := found || dm_private.match_entity_trigrams(match_team_id, probes, matched_ids);
         IF pg_catalog.jsonb_array_length(found) > 10 THEN
             found := (SELECT pg_catalog.jsonb_agg(z.value ORDER BY z.ord)
                       FROM pg_catalog.jsonb_array_elements(found) WITH ORDINALITY AS z (value, ord)
@@ -774,6 +792,7 @@ REVOKE ALL ON FUNCTION dm_private.query_name_keys(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm_private.query_ngrams(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm_private.parse_query_text(text, timestamptz) FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm_private.match_query_entities(uuid, text [], text []) FROM PUBLIC;
+REVOKE ALL ON FUNCTION dm_private.match_entity_trigrams(uuid, text [], uuid []) FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm_private.predicate_hints(uuid, text []) FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm.parse_query(text, uuid, timestamptz) FROM PUBLIC;
 
@@ -795,6 +814,8 @@ GRANT EXECUTE ON FUNCTION dm_private.parse_query_text(text, timestamptz) TO
 densemem_app, densemem_analyst, densemem_operator, densemem_searcher;
 GRANT EXECUTE ON FUNCTION dm_private.match_query_entities(uuid, text [], text []) TO
 densemem_app, densemem_analyst, densemem_operator;
+GRANT EXECUTE ON FUNCTION dm_private.match_entity_trigrams(uuid, text [], uuid []) TO
+densemem_app, densemem_analyst, densemem_operator, densemem_searcher;
 GRANT EXECUTE ON FUNCTION dm_private.predicate_hints(uuid, text []) TO
 densemem_app, densemem_analyst, densemem_operator, densemem_searcher;
 GRANT EXECUTE ON FUNCTION dm.parse_query(text, uuid, timestamptz) TO

@@ -21,7 +21,7 @@ SELECT is_empty($$
     SELECT p.oid::regprocedure::text FROM pg_catalog.pg_proc AS p
     WHERE p.proname IN ('parse_query', 'parse_query_text', 'parse_anchors', 'parse_time', 'parse_prepare_text',
                         'query_tokens', 'query_tokens_cased', 'query_name_keys', 'query_ngrams',
-                        'match_query_entities', 'predicate_hints')
+                        'match_query_entities', 'match_entity_trigrams', 'predicate_hints')
       AND p.pronamespace IN ('dm'::regnamespace, 'dm_private'::regnamespace)
       AND (p.proconfig IS NULL OR NOT 'search_path=""' = ANY (p.proconfig)
            OR pg_catalog.obj_description(p.oid, 'pg_proc') IS NULL
