@@ -1,0 +1,92 @@
+BEGIN;
+SELECT plan(20);
+
+-- the public functions and their grants
+SELECT has_function('dm', 'recall_memory', ARRAY['text', 'uuid', 'vector', 'jsonb'], 'dm.recall_memory exists');
+SELECT has_function('dm', 'explain_recall', ARRAY['text', 'uuid', 'vector', 'jsonb'], 'dm.explain_recall exists');
+SELECT ok(has_function_privilege('densemem_app', 'dm.recall_memory(text, uuid, public.vector, jsonb)', 'EXECUTE'),
+          'the service may recall');
+SELECT ok(has_function_privilege('densemem_analyst', 'dm.recall_memory(text, uuid, public.vector, jsonb)', 'EXECUTE'),
+          'analysts may recall');
+SELECT ok(NOT has_function_privilege('densemem_app', 'dm.explain_recall(text, uuid, public.vector, jsonb)', 'EXECUTE'),
+          'the service may not explain');
+SELECT ok(NOT has_function_privilege('densemem_analyst', 'dm.explain_recall(text, uuid, public.vector, jsonb)', 'EXECUTE'),
+          'analysts may not explain');
+SELECT ok(has_function_privilege('densemem_operator', 'dm.explain_recall(text, uuid, public.vector, jsonb)', 'EXECUTE'),
+          'operators may explain');
+SELECT ok(NOT has_function_privilege('public', 'dm.recall_memory(text, uuid, public.vector, jsonb)', 'EXECUTE'),
+          'PUBLIC may not recall');
+
+-- every recall function: empty search_path, a comment; definers belong to the searcher (or the owner for telemetry)
+SELECT is(
+    (SELECT count(*)::integer FROM pg_catalog.pg_proc AS p JOIN pg_catalog.pg_namespace AS n ON n.oid = p.pronamespace
+     WHERE n.nspname IN ('dm', 'dm_private') AND (p.proname LIKE 'recall%' OR p.proname = 'write_recall_telemetry'
+                                                  OR p.proname = 'explain_recall')
+       AND NOT ('search_path=""' = ANY (COALESCE(p.proconfig, '{}')))),
+    0, 'every recall function sets search_path to empty');
+SELECT is(
+    (SELECT count(*)::integer FROM pg_catalog.pg_proc AS p JOIN pg_catalog.pg_namespace AS n ON n.oid = p.pronamespace
+     WHERE n.nspname IN ('dm', 'dm_private') AND p.proname LIKE 'recall%'
+       AND pg_catalog.obj_description(p.oid, 'pg_proc') IS NULL),
+    0, 'every recall function has a comment');
+SELECT is(
+    (SELECT pg_catalog.array_agg(p.proname::text ORDER BY p.proname)
+     FROM pg_catalog.pg_proc AS p JOIN pg_catalog.pg_namespace AS n ON n.oid = p.pronamespace
+     WHERE n.nspname = 'dm_private' AND p.prosecdef AND p.proname LIKE 'recall%'
+       AND pg_catalog.pg_get_userbyid(p.proowner) = 'densemem_searcher'),
+    ARRAY['recall_eligible_documents', 'recall_exact_candidates', 'recall_fulltext_candidates', 'recall_rerank',
+          'recall_similarity_matrix', 'recall_vector_access_path', 'recall_vector_candidates'],
+    'candidate generation runs as the searcher, and only candidate generation');
+SELECT ok(
+    (SELECT NOT p.prosecdef FROM pg_catalog.pg_proc AS p WHERE p.oid = 'dm_private.recall_hydrate(uuid, uuid[], jsonb)'::regprocedure),
+    'hydration runs as the caller, under row-level security');
+SELECT ok(
+    (SELECT 'hnsw.iterative_scan=relaxed_order' = ANY (p.proconfig) FROM pg_catalog.pg_proc AS p
+     WHERE p.oid = 'dm_private.recall_vector_candidates(uuid, public.vector, jsonb, jsonb, text)'::regprocedure),
+    'planner settings are attached to the vector function, not SET LOCAL');
+
+-- the ranking profile and the search-index profile
+SELECT is((SELECT version FROM dm_private.ranking_profiles WHERE is_default), 2, 'default ranking profile is v2');
+SELECT is((SELECT settings #>> '{fusion,method}' FROM dm_private.ranking_profiles WHERE is_default), 'rrf',
+          'the default profile fuses by RRF');
+SELECT is((SELECT count(*)::integer FROM dm_private.search_index_profiles WHERE is_active), 1,
+          'one active search-index profile');
+
+-- fusion is a pure function a DBA can call on hand-made hits
+SELECT is(
+    (SELECT pg_catalog.array_agg(f.evidence_id ORDER BY f.fusion_rank)
+     FROM dm_private.recall_fuse(ARRAY[
+         ROW('fulltext', '00000000-0000-0000-0000-0000000000d1', '00000000-0000-0000-0000-0000000000e1', 1, 0.5),
+         ROW('fulltext', '00000000-0000-0000-0000-0000000000d2', '00000000-0000-0000-0000-0000000000e2', 2, 0.4),
+         ROW('vector', '00000000-0000-0000-0000-0000000000d2', '00000000-0000-0000-0000-0000000000e2', 1, 0.1),
+         ROW('vector', '00000000-0000-0000-0000-0000000000d2', '00000000-0000-0000-0000-0000000000e2', 3, 0.3)
+     ]::dm_private.recall_branch_hit [], '{"fusion": {"method": "rrf", "rrf_k": 60}}') AS f),
+    ARRAY['00000000-0000-0000-0000-0000000000e2', '00000000-0000-0000-0000-0000000000e1']::uuid [],
+    'RRF puts the evidence both branches found first; a repeated hit counts once');
+SELECT is(
+    (SELECT pg_catalog.array_agg(f.evidence_id ORDER BY f.fusion_rank)
+     FROM dm_private.recall_fuse(ARRAY[
+         ROW('fulltext', '00000000-0000-0000-0000-0000000000d1', '00000000-0000-0000-0000-0000000000e1', 1, 0.5),
+         ROW('vector', '00000000-0000-0000-0000-0000000000d2', '00000000-0000-0000-0000-0000000000e2', 1, 0.1),
+         ROW('vector', '00000000-0000-0000-0000-0000000000d1', '00000000-0000-0000-0000-0000000000e1', 2, 0.2)
+     ]::dm_private.recall_branch_hit [],
+     '{"fusion": {"method": "priority", "branch_priority": ["vector", "fulltext"]}}') AS f),
+    ARRAY['00000000-0000-0000-0000-0000000000e2', '00000000-0000-0000-0000-0000000000e1']::uuid [],
+    'branch priority orders by the first branch, then by its rank');
+
+-- the budget keeps order and skips what does not fit
+SELECT is(
+    dm_private.recall_budget(
+        ARRAY['00000000-0000-0000-0000-000000000001', '00000000-0000-0000-0000-000000000002',
+              '00000000-0000-0000-0000-000000000003']::uuid [], ARRAY[60, 80, 30], 3, 100),
+    ARRAY['00000000-0000-0000-0000-000000000001', '00000000-0000-0000-0000-000000000003']::uuid [],
+    'the byte budget skips a context that does not fit and keeps the order');
+
+-- without an authenticated team, recall is rejected
+SET LOCAL ROLE densemem_app;
+SELECT throws_ok($$SELECT dm.recall_memory('anything', '00000000-0000-0000-0000-000000000001')$$, '28000',
+                 NULL, 'no authenticated team: rejected');
+RESET ROLE;
+
+SELECT * FROM finish();
+ROLLBACK;
