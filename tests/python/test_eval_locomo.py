@@ -245,3 +245,31 @@ def test_leakage_is_counted_when_an_answer_holds_another_teams_evidence(
     assert record["leaked"] == 3
     assert record["retrieved"][1:4] == [f"foreign:{value}" for value in foreign]
     assert record["retrieved"][0] == id_map[own[0]][1]
+
+
+def test_parser_slices_read_the_parse_shape() -> None:
+    plain = {
+        "time": {"intent": None, "window": None, "expressions": [], "temporal_question": False},
+        "anchors": [],
+    }
+    assert runner.parser_slices(plain) == ()
+    when = {"time": {"intent": None, "window": None, "temporal_question": True}, "anchors": []}
+    assert runner.parser_slices(when) == ("temporal",)
+    window = {
+        "time": {"window": {"from": "2023-05-01", "to": "2023-06-01"}},
+        "anchors": [{"value": "v1.2.3"}],
+    }
+    assert runner.parser_slices(window) == ("temporal", "exact-anchor")
+    assert runner.parser_slices(None) == ()
+
+
+def test_branch_specs() -> None:
+    assert runner.parse_branches("fulltext=fulltext_only, hybrid=default,cand") == [
+        runner.Branch("fulltext", "fulltext_only"),
+        runner.Branch("hybrid", None),
+        runner.Branch("cand", None),
+    ]
+    with pytest.raises(ValueError):
+        runner.parse_branches("a=x,a=y")
+    with pytest.raises(ValueError):
+        runner.parse_branches(" , ")

@@ -293,11 +293,15 @@ def _non_empty(value: Any) -> bool:
 
 
 def parser_slices(parsed: Mapping[str, Any] | None) -> tuple[str, ...]:
-    """Slices the query parser assigns: temporal (a time window or temporal intent) and exact-anchor."""
+    """Slices dm.parse_query assigns: temporal (a time window, a temporal intent or a when-question)
+    and exact-anchor (hard anchors such as identifiers, versions, paths)."""
     if not parsed:
         return ()
     found: list[str] = []
-    if _non_empty(parsed.get("time_window")) or _non_empty(parsed.get("temporal_intent")):
+    time_part = parsed.get("time")
+    if isinstance(time_part, Mapping) and any(
+        _non_empty(time_part.get(key)) for key in ("window", "intent", "temporal_question")
+    ):
         found.append("temporal")
     if _non_empty(parsed.get("anchors")):
         found.append("exact-anchor")
