@@ -303,8 +303,8 @@ class EmbeddingWorker:
             for _ in listener.notifies(timeout=min(0.5, remaining), stop_after=1):
                 woke = True
             if woke:
-                # Let the waking transaction's siblings arrive; one drain serves them all.
-                for _ in listener.notifies(timeout=0.01):
+                # Swallow notifications already queued; one drain serves them all.
+                for _ in listener.notifies(timeout=0.0):
                     pass
                 return
 
