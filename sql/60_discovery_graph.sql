@@ -366,6 +366,51 @@ $$;
 COMMENT ON FUNCTION dm_private.discovery_walk(uuid, uuid [], integer, integer, integer, timestamptz, timestamptz, text [], text [], uuid [], timestamptz) IS
 'Bounded adjacency over eligible relationships from seed entities: per-entity fan-out (LATERAL ... LIMIT), depth <= 2, CYCLE detection, total-edge cap, deadline. Uses relationships_outgoing_idx / relationships_incoming_idx. Terminates on hubs and cycles.';
 
+-- The distinct predicates on an entity's edges (both directions), by a
+-- skip scan of relationships_outgoing_idx / relationships_incoming_idx: one
+-- index probe per distinct predicate, at most max_count per direction, so a
+-- hub with 100,000 edges of three predicates costs a handful of probes.
+-- Discovery matches them against the query's words to hint the walk.
+CREATE OR REPLACE FUNCTION dm_private.discovery_entity_predicates(
+    predicate_team_id uuid,
+    predicate_entity_id uuid,
+    max_count integer DEFAULT 30
+)
+RETURNS SETOF text
+LANGUAGE plpgsql
+STABLE
+ROWS 10
+SET search_path = ''
+SET plan_cache_mode = 'force_generic_plan'
+AS $$
+DECLARE
+    current_predicate text;
+    found_count integer := 0;
+BEGIN
+    LOOP
+        SELECT pg_catalog.min(r.predicate) INTO current_predicate
+        FROM dm_private.relationships AS r
+        WHERE r.team_id = predicate_team_id AND r.subject_entity_id = predicate_entity_id
+          AND (current_predicate IS NULL OR r.predicate > current_predicate);
+        EXIT WHEN current_predicate IS NULL OR found_count >= max_count;
+        found_count := found_count + 1;
+        RETURN NEXT current_predicate;
+    END LOOP;
+    found_count := 0;
+    LOOP
+        SELECT pg_catalog.min(r.predicate) INTO current_predicate
+        FROM dm_private.relationships AS r
+        WHERE r.team_id = predicate_team_id AND r.object_entity_id = predicate_entity_id
+          AND (current_predicate IS NULL OR r.predicate > current_predicate);
+        EXIT WHEN current_predicate IS NULL OR found_count >= max_count;
+        found_count := found_count + 1;
+        RETURN NEXT current_predicate;
+    END LOOP;
+END
+$$;
+COMMENT ON FUNCTION dm_private.discovery_entity_predicates(uuid, uuid, integer) IS
+'Distinct predicates of an entity''s outgoing and incoming relationships (any status), by index skip scan, at most max_count per direction. Used to turn query words into predicate hints for the walk.';
+
 -- Whether evidence may support a discovery edge or proximity: the same rule
 -- as default recall (active, current source revision, active owner, request
 -- time, policy labels covered by the principal's scopes).
@@ -499,6 +544,7 @@ REVOKE ALL ON FUNCTION dm_private.discovery_name_ngrams(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm_private.discovery_lexemes(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm_private.discovery_entity_seeds(uuid, text, public.vector, integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm_private.discovery_walk(uuid, uuid [], integer, integer, integer, timestamptz, timestamptz, text [], text [], uuid [], timestamptz) FROM PUBLIC;
+REVOKE ALL ON FUNCTION dm_private.discovery_entity_predicates(uuid, uuid, integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm_private.discovery_eligible_evidence(uuid, uuid [], timestamptz, timestamptz, text []) FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm_private.entity_proximity(uuid, uuid [], uuid [], integer) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION dm_private.discovery_name_ngrams(text) TO
@@ -508,6 +554,8 @@ densemem_app, densemem_analyst, densemem_operator, densemem_searcher;
 GRANT EXECUTE ON FUNCTION dm_private.discovery_entity_seeds(uuid, text, public.vector, integer) TO
 densemem_app, densemem_analyst, densemem_operator;
 GRANT EXECUTE ON FUNCTION dm_private.discovery_walk(uuid, uuid [], integer, integer, integer, timestamptz, timestamptz, text [], text [], uuid [], timestamptz) TO
+densemem_app, densemem_analyst, densemem_operator;
+GRANT EXECUTE ON FUNCTION dm_private.discovery_entity_predicates(uuid, uuid, integer) TO
 densemem_app, densemem_analyst, densemem_operator;
 GRANT EXECUTE ON FUNCTION dm_private.discovery_eligible_evidence(uuid, uuid [], timestamptz, timestamptz, text []) TO
 densemem_app, densemem_analyst, densemem_operator;

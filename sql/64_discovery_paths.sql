@@ -198,6 +198,20 @@ BEGIN
         FROM ranked;
     END IF;
 
+    -- Predicate hints from the query's words when the parser gave none: the
+    -- seeds' own predicates (a skip scan per seed) whose words match.
+    IF pg_catalog.cardinality(hints) = 0 AND pg_catalog.cardinality(seed_ids) > 0
+       AND pg_catalog.cardinality(query_lexemes) > 0 THEN
+        hints := ARRAY(
+            SELECT DISTINCT p.predicate
+            FROM pg_catalog.unnest(seed_ids) AS s (entity_id)
+            CROSS JOIN LATERAL dm_private.discovery_entity_predicates(team, s.entity_id, 30) AS p (predicate)
+            WHERE pg_catalog.to_tsvector('english'::regconfig, pg_catalog.replace(p.predicate, '_', ' '))
+                  OPERATOR(pg_catalog.@@) query_tsquery
+            ORDER BY p.predicate
+            LIMIT 20);
+    END IF;
+
     IF pg_catalog.cardinality(seed_ids) > 0 AND max_paths > 0 AND pg_catalog.clock_timestamp() < deadline THEN
         -- Phase 1 (cheap, all walked edges): candidate paths scored by seed
         -- strength and predicate relevance, from the walk's own columns.

@@ -97,18 +97,22 @@ SELECT t.team_id, md5(t.team_id::text || ':profile:' || i)::uuid, 'author ' || i
 FROM (VALUES (%(team)s::uuid), (%(other)s::uuid)) AS t (team_id), generate_series(1, 5) AS i;
 INSERT INTO dm_private.sources (team_id, source_id, external_id, kind)
 SELECT %(team)s, md5('source:' || i)::uuid, 'bench:' || i, 'document' FROM generate_series(1, 1000) AS i;
-INSERT INTO dm_private.source_revisions (team_id, source_id, revision_id, revision_label, revision_number, is_current)
+INSERT INTO dm_private.source_revisions (team_id, source_id, revision_id, revision_label,
+    revision_number, is_current)
 SELECT %(team)s, md5('source:' || i)::uuid, md5('revision:' || i)::uuid, 'v1', 1, true
 FROM generate_series(1, 1000) AS i;
-INSERT INTO dm_private.evidence (team_id, evidence_id, source_id, revision_id, owner_profile_id, text, content_hash)
+INSERT INTO dm_private.evidence (team_id, evidence_id, source_id, revision_id, owner_profile_id, text,
+    content_hash)
 SELECT %(team)s, md5('evidence:' || i)::uuid, md5('source:' || (1 + i %% 1000))::uuid,
        md5('revision:' || (1 + i %% 1000))::uuid, md5(%(team)s::text || ':profile:' || (1 + i %% 5))::uuid,
        'Bench evidence number ' || i || '.', sha256(convert_to('Bench evidence number ' || i || '.', 'UTF8'))
 FROM generate_series(1, %(evidence)s) AS i;
 INSERT INTO dm_private.entities (team_id, entity_id, canonical_name, normalized_name, kind)
-SELECT %(team)s, md5('entity:' || i)::uuid, n.name, lower(n.name), CASE WHEN i <= 20 THEN 'hub' ELSE 'thing' END
+SELECT %(team)s, md5('entity:' || i)::uuid, n.name, lower(n.name),
+    CASE WHEN i <= 20 THEN 'hub' ELSE 'thing' END
 FROM generate_series(1, %(entities)s) AS i
-CROSS JOIN LATERAL (SELECT CASE WHEN i <= 20 THEN (%(hubs)s::text [])[i] ELSE 'Person ' || i END AS name) AS n;
+CROSS JOIN LATERAL (
+    SELECT CASE WHEN i <= 20 THEN (%(hubs)s::text [])[i] ELSE 'Person ' || i END AS name) AS n;
 INSERT INTO dm_private.entity_names (team_id, entity_id, name, normalized_name, is_canonical)
 SELECT e.team_id, e.entity_id, e.canonical_name, e.normalized_name, true
 FROM dm_private.entities AS e WHERE e.team_id = %(team)s;
@@ -116,12 +120,15 @@ INSERT INTO dm_private.search_documents (team_id, document_id, subject_kind, sub
 SELECT e.team_id, md5('document:' || e.entity_id::text)::uuid, 'entity', e.entity_id, e.canonical_name,
        to_tsvector('english', e.canonical_name)
 FROM dm_private.entities AS e WHERE e.team_id = %(team)s;
-INSERT INTO dm_private.relationships (team_id, relationship_id, subject_entity_id, predicate, object_entity_id,
+INSERT INTO dm_private.relationships (team_id, relationship_id, subject_entity_id, predicate,
+    object_entity_id,
                                       owner_profile_id, tier, status)
-SELECT %(team)s, md5('relationship:' || k)::uuid, md5('entity:' || g.s)::uuid, (%(predicates)s::text [])[1 + k %% 20],
+SELECT %(team)s, md5('relationship:' || k)::uuid, md5('entity:' || g.s)::uuid,
+    (%(predicates)s::text [])[1 + k %% 20],
        md5('entity:' || CASE WHEN g.o = g.s THEN 1 + g.o %% %(entities)s ELSE g.o END)::uuid,
        md5(%(team)s::text || ':profile:' || (1 + k %% 5))::uuid,
-       (CASE WHEN g.r < 0.30 THEN 'fact' WHEN g.r < 0.85 THEN 'validated_claim' ELSE 'candidate' END)::dm_private.relationship_tier,
+       (CASE WHEN g.r < 0.30 THEN 'fact' WHEN g.r < 0.85 THEN 'validated_claim' ELSE 'candidate' END)
+           ::dm_private.relationship_tier,
        (CASE WHEN g.r < 0.85 THEN 'active' ELSE 'pending_evidence' END)::dm_private.relationship_status
 FROM generate_series(1, %(relationships)s) AS k
 CROSS JOIN LATERAL (
@@ -163,9 +170,11 @@ DECLARE
     evidence uuid [];
 BEGIN
     FOR i IN 1 .. pg_catalog.array_length(queries, 1) LOOP
-        evidence := ARRAY(SELECT x::uuid FROM pg_catalog.jsonb_array_elements_text(evidence_sets -> (i - 1)) AS x);
+        evidence := ARRAY(SELECT x::uuid
+                          FROM pg_catalog.jsonb_array_elements_text(evidence_sets -> (i - 1)) AS x);
         started := pg_catalog.clock_timestamp();
-        answer := dm_private.discovery_for_recall(team, queries[i], '{}'::jsonb, evidence, '{}'::jsonb, settings);
+        answer := dm_private.discovery_for_recall(team, queries[i], '{}'::jsonb, evidence, '{}'::jsonb,
+            settings);
         IF i > warmup THEN
             call_index := i - warmup;
             elapsed_ms := EXTRACT(epoch FROM pg_catalog.clock_timestamp() - started) * 1000;
@@ -315,7 +324,8 @@ def measure(url: str, calls: int, seed: int, warmup: int = 30) -> BenchFigures:
                 (str(team),),
             )
             rows = conn.execute(
-                "SELECT elapsed_ms, path_count FROM pg_temp.bench_discovery(%s, %s, %s::jsonb, %s::jsonb, %s)",
+                "SELECT elapsed_ms, path_count "
+                "FROM pg_temp.bench_discovery(%s, %s, %s::jsonb, %s::jsonb, %s)",
                 (team, queries, json.dumps(sets), json.dumps(settings), warmup),
             ).fetchall()
         elapsed = [float(r[0]) for r in rows]
@@ -329,7 +339,8 @@ def measure(url: str, calls: int, seed: int, warmup: int = 30) -> BenchFigures:
             for i, (query, evidence) in enumerate(zip(queries, sets, strict=True)):
                 started = time.perf_counter()
                 conn.execute(
-                    "SELECT dm_private.discovery_for_recall(%s, %s, '{}'::jsonb, %s::uuid[], '{}'::jsonb, %s::jsonb)",
+                    "SELECT dm_private.discovery_for_recall("
+                    "%s, %s, '{}'::jsonb, %s::uuid[], '{}'::jsonb, %s::jsonb)",
                     (team, query, evidence, json.dumps(settings)),
                     prepare=True,
                 ).fetchone()
@@ -383,7 +394,8 @@ def _bench_discovery(args: argparse.Namespace, settings: Settings) -> int:
     verdict = "meets" if figures.p95_ms <= 3.0 else "misses"
     print(
         f"discovery_for_recall in-database p95 {figures.p95_ms:.2f} ms over {figures.calls} calls "
-        f"({figures.relationships:,} relationships, largest hub {figures.largest_hub_edges:,} outgoing edges): "
+        f"({figures.relationships:,} relationships, "
+        f"largest hub {figures.largest_hub_edges:,} outgoing edges): "
         f"{verdict} the 3 ms target"
     )
     return 0
