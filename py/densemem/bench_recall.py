@@ -55,7 +55,8 @@ MEMORY_TYPES = ["semantic", "conversation", "episodic", "workflow", "organizatio
 WORDS_FILE = Path("/usr/share/dict/words")
 
 MEASURE_FUNCTIONS = """
-CREATE OR REPLACE FUNCTION pg_temp.bench_recall(teams uuid [], queries text [], embeddings text [], warmup integer)
+CREATE OR REPLACE FUNCTION pg_temp.bench_recall(teams uuid [], queries text [], embeddings text [],
+    warmup integer)
 RETURNS TABLE (call_index integer, elapsed_ms double precision, result_count integer)
 LANGUAGE plpgsql AS $f$
 DECLARE
@@ -77,7 +78,8 @@ BEGIN
 END
 $f$;
 
-CREATE OR REPLACE FUNCTION pg_temp.bench_ranking(teams uuid [], queries text [], embeddings text [], warmup integer)
+CREATE OR REPLACE FUNCTION pg_temp.bench_ranking(teams uuid [], queries text [], embeddings text [],
+    warmup integer)
 RETURNS TABLE (call_index integer, elapsed_ms double precision, candidate_count integer)
 LANGUAGE plpgsql AS $f$
 DECLARE
@@ -94,13 +96,17 @@ BEGIN
         PERFORM pg_catalog.set_config('densemem.team_id', teams[i]::text, true);
         settings := dm_private.recall_settings(teams[i], NULL);
         req := dm_private.recall_request(queries[i], '{}'::jsonb, settings);
-        hits := ARRAY(SELECT h FROM dm_private.recall_fulltext_candidates(teams[i], queries[i], req, settings) AS h)
-             || ARRAY(SELECT h FROM dm_private.recall_vector_candidates(teams[i], embeddings[i]::public.vector,
+        hits := ARRAY(SELECT h FROM dm_private.recall_fulltext_candidates(teams[i], queries[i], req,
+            settings) AS h)
+             || ARRAY(SELECT h FROM dm_private.recall_vector_candidates(teams[i],
+                 embeddings[i]::public.vector,
                                                                          req, settings) AS h);
         fused := ARRAY(SELECT f FROM dm_private.recall_fuse(hits, settings) AS f);
         started := pg_catalog.clock_timestamp();
-        scored := ARRAY(SELECT s FROM dm_private.recall_rerank(teams[i], queries[i], fused, req, settings, '{}') AS s);
-        SELECT pg_catalog.count(*) INTO picked FROM dm_private.recall_mmr(teams[i], scored, settings, 20) AS m;
+        scored := ARRAY(SELECT s FROM dm_private.recall_rerank(teams[i], queries[i], fused, req,
+            settings, '{}') AS s);
+        SELECT pg_catalog.count(*) INTO picked FROM dm_private.recall_mmr(teams[i], scored, settings,
+            20) AS m;
         IF i > warmup THEN
             call_index := i - warmup;
             elapsed_ms := EXTRACT(epoch FROM pg_catalog.clock_timestamp() - started) * 1000;
@@ -131,7 +137,8 @@ BEGIN
         exact := ARRAY(SELECT h.evidence_id FROM dm_private.recall_vector_candidates(
             teams[i], embeddings[i]::public.vector, req, settings, 'exact') AS h);
         call_index := i;
-        matched := (SELECT pg_catalog.count(*) FROM pg_catalog.unnest(approx) AS a (id) WHERE a.id = ANY (exact));
+        matched := (SELECT pg_catalog.count(*) FROM pg_catalog.unnest(approx) AS a (id) WHERE a.id =
+            ANY (exact));
         expected := pg_catalog.cardinality(exact);
         access_path := (SELECT a.access_path FROM dm_private.recall_vector_access_path(teams[i]) AS a);
         RETURN NEXT;
@@ -206,7 +213,7 @@ def team_uuid(i: int) -> uuid.UUID:
 
 
 def halfvec_copy_payload(rows: list[tuple[uuid.UUID, uuid.UUID]], vectors: np.ndarray) -> bytes:
-    """Binary COPY rows for (team_id, document_id, contract_id, document_version, source_version, embedding)."""
+    """Binary COPY rows of document_embeddings (team, document, contract, versions, halfvec)."""
     count = len(rows)
     dtype = np.dtype(
         [
@@ -279,7 +286,8 @@ def load(url: str, rows: int, teams: int, seed: int) -> dict[str, Any]:
                 FROM dm_private.teams AS t;
                 INSERT INTO dm_private.source_revisions
                     (team_id, source_id, revision_id, revision_label, revision_number, is_current)
-                SELECT t.team_id, md5(t.team_id::text || ':source')::uuid, md5(t.team_id::text || ':rev')::uuid,
+                SELECT t.team_id, md5(t.team_id::text || ':source')::uuid,
+                       md5(t.team_id::text || ':rev')::uuid,
                        'v1', 1, true
                 FROM dm_private.teams AS t;
             """)
@@ -293,7 +301,8 @@ def load(url: str, rows: int, teams: int, seed: int) -> dict[str, Any]:
             with (
                 conn.cursor() as cur,
                 cur.copy(
-                    "COPY dm_private.document_embeddings (team_id, document_id, contract_id, document_version, "
+                    "COPY dm_private.document_embeddings (team_id, document_id, contract_id, "
+                    "document_version, "
                     "source_version, embedding) FROM STDIN WITH (FORMAT binary)"
                 ) as copy,
             ):
@@ -316,19 +325,28 @@ def load(url: str, rows: int, teams: int, seed: int) -> dict[str, Any]:
             vectors = centres[assignment] + 0.75 * noise
             vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
             lengths = rng.integers(8, 40, size=size)
+            # every word of the team drawn at once (Zipf-weighted), topic words by cluster
+            common_words = rng.choice(len(vocab), size=int(lengths.sum()), p=word_weights)
+            topic_picks = rng.integers(0, 12, size=int((lengths // 3).sum()) + size)
+            memory_types = rng.integers(0, len(MEMORY_TYPES), size=size)
+            ages = rng.integers(0, 365 * 86400, size=size)
+            common_at = 0
+            topic_at = 0
             for j in range(size):
                 evidence = uuid.UUID(hashlib.md5(f"{team}:evidence:{j}".encode()).hexdigest())
                 document = uuid.UUID(hashlib.md5(f"{evidence}:document".encode()).hexdigest())
                 n = int(lengths[j])
-                common = rng.choice(len(vocab), size=n, p=word_weights)
-                topics = topic_words[assignment[j]][rng.integers(0, 12, size=max(1, n // 3))]
-                words = [vocab[int(w)] for w in np.concatenate([common, topics])]
-                rng.shuffle(words)
+                k = max(1, n // 3)
+                words = [vocab[int(w)] for w in common_words[common_at : common_at + n]]
+                words += [
+                    vocab[int(w)] for w in topic_words[assignment[j]][topic_picks[topic_at : topic_at + k]]
+                ]
+                common_at += n
+                topic_at += k
+                words = [words[int(x)] for x in rng.permutation(len(words))]
                 text = " ".join(words).capitalize() + "."
-                memory_type = MEMORY_TYPES[int(rng.integers(0, len(MEMORY_TYPES)))]
-                created = time.strftime(
-                    "%Y-%m-%dT%H:%M:%SZ", time.gmtime(base_time - float(rng.integers(0, 365 * 86400)))
-                )
+                memory_type = MEMORY_TYPES[int(memory_types[j])]
+                created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(base_time - float(ages[j])))
                 evidence_buffer.write(
                     "\t".join(
                         [
@@ -360,7 +378,7 @@ def load(url: str, rows: int, teams: int, seed: int) -> dict[str, Any]:
 
 
 def _copy_evidence(conn: psycopg.Connection[Any], payload: str) -> None:
-    """Evidence and their search documents, as the write path would have written them (ready: vectors loaded)."""
+    """Evidence and their search documents as the write path writes them (ready: vectors are loaded)."""
     with conn.transaction():
         conn.execute("""
             CREATE TEMP TABLE IF NOT EXISTS bench_evidence (
@@ -370,7 +388,8 @@ def _copy_evidence(conn: psycopg.Connection[Any], payload: str) -> None:
         with conn.cursor() as cur, cur.copy("COPY bench_evidence FROM STDIN") as copy:
             copy.write(payload)
         conn.execute("""
-            INSERT INTO dm_private.evidence (team_id, evidence_id, source_id, revision_id, owner_profile_id, text,
+            INSERT INTO dm_private.evidence (team_id, evidence_id, source_id, revision_id, owner_profile_id,
+                                             text,
                                              content_hash, memory_type, importance, created_at)
             SELECT team_id, evidence_id, source_id, revision_id, owner_profile_id, text, content_hash,
                    memory_type, importance, created_at
@@ -406,7 +425,8 @@ def prepare_database(
         if exists is not None and reuse:
             with psycopg.connect(bench, autocommit=True) as bench_conn:
                 row = bench_conn.execute(
-                    "SELECT (SELECT count(*) FROM dm_private.evidence), (SELECT count(*) FROM dm_private.teams)"
+                    "SELECT (SELECT count(*) FROM dm_private.evidence), "
+                    "(SELECT count(*) FROM dm_private.teams)"
                 ).fetchone()
             if row is not None and (int(row[0]), int(row[1])) == (rows, teams):
                 migrate(bench, settings.migrations_dir, settings.sql_dir)
@@ -451,10 +471,11 @@ def query_set(
             team = teams[int(rng.integers(0, len(teams)))]
             row = conn.execute(
                 "SELECT d.body, e.embedding::text FROM dm_private.search_documents AS d "
-                "JOIN dm_private.document_embeddings AS e ON e.team_id = d.team_id AND e.document_id = d.document_id "
+                "JOIN dm_private.document_embeddings AS e "
+                "ON e.team_id = d.team_id AND e.document_id = d.document_id "
                 "WHERE d.team_id = %s AND d.subject_kind = 'evidence' ORDER BY d.document_id "
                 "OFFSET %s LIMIT 1",
-                (team, int(rng.integers(0, max(1, [n for t, n in sizes if t == team][0])))),
+                (team, int(rng.integers(0, max(1, next(int(n) for t, n in sizes if t == team))))),
             ).fetchone()
             if row is None:
                 continue

@@ -403,6 +403,17 @@ def test_stale_vector_never_wins(admin_conn: Conn) -> None:
     assert explain(admin_conn, team, "xyzzy", embedding=unit((8, 1.0)))["branches"]["vector"] == []
 
 
+ORACLE_SQL = """
+WITH s AS (SELECT dm_private.recall_settings(%(t)s, NULL) || '{"candidates": {"vector": 50}}' AS s),
+     r AS (SELECT dm_private.recall_request('', '{}', s.s) AS r FROM s)
+SELECT ARRAY(SELECT h.evidence_id
+             FROM s, r, dm_private.recall_vector_candidates(%(t)s, %(q)s::vector, r.r, s.s) AS h) AS approx,
+       ARRAY(SELECT h.evidence_id
+             FROM s, r, dm_private.recall_vector_candidates(%(t)s, %(q)s::vector, r.r, s.s, 'exact') AS h)
+           AS exact
+"""
+
+
 def test_vector_branch_matches_the_exact_oracle_with_a_partial_hnsw_index(admin_conn: Conn) -> None:
     team, profile = make_team(admin_conn, "alpha")
     texts = [{"text": f"Observation number {i} about topic {i % 7}."} for i in range(300)]
@@ -420,15 +431,9 @@ def test_vector_branch_matches_the_exact_oracle_with_a_partial_hnsw_index(admin_
         cur.execute("SELECT access_path FROM dm_private.recall_vector_access_path(%s)", (team,))
         assert cur.fetchone() == {"access_path": "hnsw_partial"}
         total = found = 0
-        for q in range(10):
+        for _ in range(10):
             query = unit(*[(rng.randrange(40), rng.random()) for _ in range(6)])
-            cur.execute(
-                'WITH s AS (SELECT dm_private.recall_settings(%(t)s, NULL) || \'{"candidates": {"vector": 50}}\' AS s), '
-                "r AS (SELECT dm_private.recall_request('', '{}', s.s) AS r FROM s) "
-                "SELECT ARRAY(SELECT h.evidence_id FROM s, r, dm_private.recall_vector_candidates(%(t)s, %(q)s::vector, r.r, s.s) h) AS approx, "
-                "ARRAY(SELECT h.evidence_id FROM s, r, dm_private.recall_vector_candidates(%(t)s, %(q)s::vector, r.r, s.s, 'exact') h) AS exact",
-                {"t": team, "q": json.dumps(query)},
-            )
+            cur.execute(ORACLE_SQL, {"t": team, "q": json.dumps(query)})
             row = cur.fetchone()
             assert row is not None and len(row["exact"]) == 50
             total += len(row["exact"])
@@ -465,7 +470,7 @@ def test_hard_anchors_must_be_satisfied_by_one_candidate(admin_conn: Conn) -> No
 
 def test_phrase_signal_prefers_the_exact_phrase(admin_conn: Conn) -> None:
     team, profile = make_team(admin_conn, "alpha")
-    scattered, exact = ingest(
+    _scattered, exact = ingest(
         admin_conn,
         team,
         profile,
@@ -550,9 +555,7 @@ def test_temporal_intent_latest_and_earliest(admin_conn: Conn) -> None:
 
 def test_usage_snapshot_replay_reproduces_the_old_order(admin_conn: Conn) -> None:
     team, profile = make_team(admin_conn, "alpha")
-    ids = ingest(
-        admin_conn, team, profile, [{"text": f"Runbook step {i}: restart the worker."} for i in range(4)]
-    )
+    ingest(admin_conn, team, profile, [{"text": f"Runbook step {i}: restart the worker."} for i in range(4)])
     query = "runbook restart worker"
     with acting_as(admin_conn, Principal(team, profile)) as cur:
         cur.execute("SELECT dm.take_usage_snapshot(%s) AS s", (team,))

@@ -15,20 +15,25 @@ Conn = psycopg.Connection[Any]
 BULK_SQL = """
 INSERT INTO dm_private.sources (team_id, source_id, external_id, kind)
 VALUES (%(team)s, md5(%(team)s::text || 'src')::uuid, 'bulk', 'doc');
-INSERT INTO dm_private.source_revisions (team_id, source_id, revision_id, revision_label, revision_number, is_current)
+INSERT INTO dm_private.source_revisions (team_id, source_id, revision_id, revision_label,
+    revision_number, is_current)
 VALUES (%(team)s, md5(%(team)s::text || 'src')::uuid, md5(%(team)s::text || 'rev')::uuid, 'v1', 1, true);
-INSERT INTO dm_private.evidence (team_id, evidence_id, source_id, revision_id, owner_profile_id, text, content_hash)
+INSERT INTO dm_private.evidence (team_id, evidence_id, source_id, revision_id, owner_profile_id, text,
+    content_hash)
 SELECT %(team)s, md5(%(team)s::text || i)::uuid, md5(%(team)s::text || 'src')::uuid,
        md5(%(team)s::text || 'rev')::uuid, %(profile)s, t.text, sha256(convert_to(t.text, 'UTF8'))
 FROM generate_series(1, %(n)s) AS i
-CROSS JOIN LATERAL (SELECT 'Record ' || i || ' mentions ' || (ARRAY['alpha', 'bravo', 'charlie', 'delta', 'echo',
+CROSS JOIN LATERAL (SELECT 'Record ' || i || ' mentions ' || (ARRAY['alpha', 'bravo', 'charlie',
+    'delta', 'echo',
         'foxtrot', 'golf', 'hotel'])[1 + i %% 8] || ' and ' || md5(i::text) AS text) AS t;
 SELECT dm_private.sync_evidence_documents(%(team)s,
     ARRAY(SELECT evidence_id FROM dm_private.evidence WHERE team_id = %(team)s));
-INSERT INTO dm_private.document_embeddings (team_id, document_id, contract_id, document_version, source_version,
+INSERT INTO dm_private.document_embeddings (team_id, document_id, contract_id, document_version,
+    source_version,
                                            embedding)
 SELECT d.team_id, d.document_id, 1, d.document_version, d.source_version,
-       public.l2_normalize(ARRAY(SELECT random() - 0.5 + 0 * i FROM generate_series(1, 384))::public.vector)::public.halfvec
+       public.l2_normalize(ARRAY(SELECT random() - 0.5 + 0 * i FROM generate_series(1,
+           384))::public.vector)::public.halfvec
 FROM dm_private.search_documents AS d
 CROSS JOIN LATERAL (SELECT 1 AS i) AS x
 WHERE d.team_id = %(team)s;
@@ -78,14 +83,18 @@ def test_fulltext_branch_uses_its_gin_index_and_vector_path_follows_team_size(ad
         assert fulltext, "the full-text statement ran"
         if team == large:
             # both passes (all terms, any term) read the GIN index, never the heap of the whole table
-            assert all(p.count("Bitmap Index Scan on search_documents_fulltext_idx") == 2 for p in fulltext), [p[p.index("Limit"):] for p in fulltext]
+            assert all(
+                p.count("Bitmap Index Scan on search_documents_fulltext_idx") == 2 for p in fulltext
+            ), [p[p.index("Limit") :] for p in fulltext]
         else:
             # a 40-row team in a 3,040-row table: the planner may read either index or the table
             assert all("search_documents" in p for p in fulltext)
         vector = [p for p in plans if "document_embeddings AS e" in p and "OPERATOR(public.<=>)" in p]
         assert vector, "the vector statement ran"
         if team == large:
-            assert any(f"Index Scan using {index_name}" in p for p in vector), [p[p.index("(cost"):] for p in vector]
+            assert any(f"Index Scan using {index_name}" in p for p in vector), [
+                p[p.index("(cost") :] for p in vector
+            ]
         else:
             assert all("Index Scan using dm_vec_" not in p for p in vector)
             assert any("document_embeddings_pkey" in p for p in vector), vector

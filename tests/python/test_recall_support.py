@@ -1,4 +1,4 @@
-"""Fixtures shared by the recall tests (no tests here): teams, evidence through dm.ingest_evidence, vectors, calls."""
+"""Fixtures shared by the recall tests (no tests here): teams, evidence, vectors, calls."""
 
 from __future__ import annotations
 

@@ -37,7 +37,8 @@ def recall_memory(
     """dm.recall_memory as `principal`: {"results", "discovery_paths", "guidance"}."""
     with acting_as(conn, principal, statement_timeout_ms=statement_timeout_ms) as cur:
         cur.execute(
-            "SELECT dm.recall_memory(%(query)s, %(team)s, %(embedding)s::public.vector, %(request)s) AS answer",
+            "SELECT dm.recall_memory(%(query)s, %(team)s, %(embedding)s::public.vector, %(request)s) "
+            "AS answer",
             {
                 "query": query,
                 "team": principal.team_id,
@@ -62,7 +63,8 @@ def explain_recall(
     """dm.explain_recall (operators): the same recall with branches, score breakdowns, timings, telemetry."""
     with acting_as(conn, principal) as cur:
         cur.execute(
-            "SELECT dm.explain_recall(%(query)s, %(team)s, %(embedding)s::public.vector, %(request)s) AS explained",
+            "SELECT dm.explain_recall(%(query)s, %(team)s, %(embedding)s::public.vector, %(request)s) "
+            "AS explained",
             {
                 "query": query,
                 "team": principal.team_id,
