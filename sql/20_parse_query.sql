@@ -22,7 +22,7 @@
 -- Speed (the parse runs once per recall; target p95 <= 0.3 ms): everything is
 -- PL/pgSQL with simple expressions. Regular expressions run only behind cheap
 -- guards (strpos, translate, array overlap), matches are walked with
--- regexp_substr / regexp_instr instead of set-returning queries, and the only
+-- regexp_instr (one scan) then regexp_substr at the match, not set-returning queries, and the only
 -- SQL statements are the two team lookups.
 
 -- The capped, space-normalized text every parser reads: the first 2,000
@@ -70,6 +70,7 @@ DECLARE
     k text;
     pattern text;
     pos integer;
+    found_at integer;
     letters integer;
     digits integer;
     masked text;
@@ -114,9 +115,10 @@ BEGIN
         masked := t;
         pos := 1;
         LOOP
-            raw := pg_catalog.regexp_substr(t, pattern, pos);
-            EXIT WHEN raw IS NULL;
-            pos := pg_catalog.regexp_instr(t, pattern, pos, 1, 1);
+            found_at := pg_catalog.regexp_instr(t, pattern, pos);
+            EXIT WHEN found_at = 0;
+            raw := pg_catalog.regexp_substr(t, pattern, found_at);
+            pos := found_at + pg_catalog.length(raw);
             v := raw;
             IF k = 'path' THEN
                 -- A sentence's punctuation is not part of a path.
@@ -206,6 +208,7 @@ DECLARE
     today0 timestamp;
     expr text;
     pos integer := 1;
+    found_at integer;
     p text [];
     prefix text;
     prep text;
@@ -233,9 +236,10 @@ BEGIN
         n := clock AT TIME ZONE 'UTC';
         today0 := pg_catalog.date_trunc('day', n);
         LOOP
-            expr := pg_catalog.regexp_substr(t, window_re, pos);
-            EXIT WHEN expr IS NULL;
-            pos := pg_catalog.regexp_instr(t, window_re, pos, 1, 1);
+            found_at := pg_catalog.regexp_instr(t, window_re, pos);
+            EXIT WHEN found_at = 0;
+            expr := pg_catalog.regexp_substr(t, window_re, found_at);
+            pos := found_at + pg_catalog.length(expr);
             expr := pg_catalog.regexp_replace(expr, ' +', ' ', 'g');
             p := pg_catalog.regexp_match(expr,
                 '^(?:(since|before|after|until|till|by|prior to) )?(?:(in|during|on|of|from|throughout|around) )?(?:the )?(.*)$');
@@ -486,9 +490,10 @@ COMMENT ON FUNCTION dm_private.query_tokens(text) IS
 --   fuzzy:  at most 8 candidates for the trigram lookup (misspelled names).
 --           Names are written capitalized, so the candidates are pairs of
 --           consecutive capitalized tokens, then capitalized tokens of 4+
---           characters that are not stop words; a query with no upper-case
+--           characters, never the query's first token, a stop word, a month
+--           or a weekday; a query with no upper-case
 --           letter at all uses its tokens of 5+ characters that are not stop
---           words. dm_private.match_query_entities probes at most 4 of them
+--           words. dm_private.match_query_entities probes at most 2 of them
 --           (one GIN index probe each), skipping those inside an exact match.
 CREATE OR REPLACE FUNCTION dm_private.query_name_keys(query text, OUT ngrams text [], OUT fuzzy text [])
 LANGUAGE plpgsql
@@ -501,6 +506,7 @@ DECLARE
     toks constant text [] := pg_catalog.string_to_array(pg_catalog.lower(pg_catalog.array_to_string(cased, ' ')), ' ');
     n constant integer := COALESCE(pg_catalog.cardinality(toks), 0);
     stop constant text [] := '{a,about,after,all,also,an,and,any,are,as,at,be,been,before,but,by,can,could,did,do,does,for,from,had,has,have,he,her,his,how,if,in,into,is,it,its,just,me,my,no,not,of,on,or,our,she,so,some,than,that,the,their,them,then,there,these,they,this,to,was,we,were,what,when,where,which,while,who,whom,why,will,with,would,you,your,i,im,ive,id,ill,us,him,hers,ours,theirs,does,doing,done,been,being,into,over,under,again,ever,never,yes,okay,ok,hey,hi,hello,thanks,thank,please,did,didn,doesn,isn,wasn,weren,won,dont,cant,wont,about,after,before,since,until,last,first,next,this,that,those,these,such,very,much,many,more,most,other,another}';
+    calendar constant text [] := '{january,february,march,april,may,june,july,august,september,october,november,december,jan,feb,mar,apr,jun,jul,aug,sep,sept,oct,nov,dec,monday,tuesday,wednesday,thursday,friday,saturday,sunday,today,yesterday,tomorrow}';
     lowercase_query constant boolean := pg_catalog.array_to_string(cased, ' ') = pg_catalog.array_to_string(toks, ' ');
     prev_capitalized boolean := false;
     capitalized boolean;
@@ -519,8 +525,11 @@ BEGIN
                 END IF;
             END IF;
         END IF;
-        capitalized := pg_catalog.left(cased[i], 1) <> pg_catalog.lower(pg_catalog.left(cased[i], 1))
-            AND NOT toks[i] = ANY (stop);
+        -- Capitalized, not a stop word, month or weekday, not the first word.
+        capitalized := i > 1
+            AND pg_catalog.left(cased[i], 1) <> pg_catalog.lower(pg_catalog.left(cased[i], 1))
+            AND NOT toks[i] = ANY (stop)
+            AND NOT toks[i] = ANY (calendar);
         IF capitalized THEN
             IF prev_capitalized THEN
                 fuzzy := fuzzy || (toks[i - 1] || ' ' || toks[i]);
@@ -570,6 +579,7 @@ DECLARE
     raw text;
     phrase text;
     pos integer := 1;
+    found_at integer;
     w text;
 BEGIN
     anchored := dm_private.parse_anchors(prepared);
@@ -578,9 +588,10 @@ BEGIN
     -- skipped), spaces collapsed, at most 16.
     IF pg_catalog.strpos(prepared, '"') > 0 OR pg_catalog.strpos(prepared, '“') > 0 THEN
         LOOP
-            raw := pg_catalog.regexp_substr(prepared, '"[^"]+"|“[^”]+”', pos);
-            EXIT WHEN raw IS NULL;
-            pos := pg_catalog.regexp_instr(prepared, '"[^"]+"|“[^”]+”', pos, 1, 1);
+            found_at := pg_catalog.regexp_instr(prepared, '"[^"]+"|“[^”]+”', pos);
+            EXIT WHEN found_at = 0;
+            raw := pg_catalog.regexp_substr(prepared, '"[^"]+"|“[^”]+”', found_at);
+            pos := found_at + pg_catalog.length(raw);
             phrase := pg_catalog.btrim(pg_catalog.regexp_replace(
                 pg_catalog.substr(raw, 2, pg_catalog.length(raw) - 2), ' +', ' ', 'g'));
             CONTINUE WHEN phrase = '' OR pg_catalog.length(phrase) > 300
@@ -632,7 +643,7 @@ BEGIN
                 ORDER BY y.sim DESC, y.entity_id), '[]'::jsonb)
         FROM (
             SELECT DISTINCT ON (f.entity_id) f.entity_id, e.canonical_name, f.mention, f.sim
-            FROM pg_catalog.unnest(probes[1:4]) AS c (candidate)
+            FROM pg_catalog.unnest(probes[1:2]) AS c (candidate)
             CROSS JOIN LATERAL (
                 SELECT n.entity_id, c.candidate AS mention, public.similarity(n.normalized_name, c.candidate) AS sim
                 FROM dm_private.entity_names AS n
@@ -649,7 +660,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION dm_private.match_entity_trigrams(uuid, text [], uuid []) IS
-'Entities of the authenticated team whose name or alias has pg_trgm similarity >= 0.45 with one of (at most 4) probe strings, except exclude_ids: [{"entity_id", "name", "mention", "match": "trigram", "similarity"}], most similar first. Definer (densemem_searcher) with an explicit, checked team predicate.';
+'Entities of the authenticated team whose name or alias has pg_trgm similarity >= 0.45 with one of (at most 2) probe strings, except exclude_ids: [{"entity_id", "name", "mention", "match": "trigram", "similarity"}], most similar first. Definer (densemem_searcher) with an explicit, checked team predicate.';
 ALTER FUNCTION dm_private.match_entity_trigrams(uuid, text [], uuid []) OWNER TO densemem_searcher;
 
 -- Entity mentions: query n-grams against this team's entity names and
@@ -699,10 +710,10 @@ BEGIN
         LIMIT 10
     ) AS x;
 
-    -- At most 4 probes; candidates inside an exact match need none.
+    -- At most 2 probes; candidates inside an exact match need none.
     covered := ' ' || COALESCE(pg_catalog.array_to_string(matched_names, ' | '), '') || ' ';
     FOREACH candidate IN ARRAY COALESCE(fuzzy, '{}') LOOP
-        EXIT WHEN pg_catalog.cardinality(probes) >= 4;
+        EXIT WHEN pg_catalog.cardinality(probes) >= 2;
         IF pg_catalog.strpos(covered, ' ' || candidate || ' ') = 0 THEN
             probes := probes || candidate;
         END IF;
