@@ -94,3 +94,18 @@ def test_operator_endpoint_needs_operator_scope(base_url: str, module_db: str) -
     assert response.status_code == 403
     assert_error_body(response.json())
     assert "operator" in response.json()["message"]
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body"),
+    [
+        ("POST", "/v1/evidence", {"items": "not a list"}),
+        ("POST", "/v1/recall", {"limit": "x"}),
+        ("GET", "/v1/relationships/not-a-uuid/trace", None),
+        ("DELETE", "/v1/evidence/not-a-uuid", None),
+    ],
+)
+def test_missing_key_is_401_before_validation(base_url: str, method: str, path: str, body: object) -> None:
+    response = httpx.request(method, base_url + path, json=body, timeout=30)
+    assert response.status_code == 401, response.text
+    assert_error_body(response.json())

@@ -83,7 +83,16 @@ def state_of(request: Request) -> ServiceState:
     return state
 
 
+def require_key(request: Request) -> str:
+    """The request's well-formed API key, or 401: checked before the body, so an unauthenticated
+    client learns nothing about validation (the database confirms the key with the call)."""
+    key = bearer_key(request.headers.get("authorization"))
+    team_of_key(key)
+    return key
+
+
 async def parse_body(request: Request, model: type[ModelT]) -> ModelT:
+    require_key(request)
     content_type = request.headers.get("content-type", "")
     if content_type.split(";")[0].strip().lower() != JSON:
         raise ApiError(415, "22023", "the request body must be application/json")
@@ -115,6 +124,7 @@ def validation_error(error: ValidationError) -> ApiError:
 
 
 def path_uuid(request: Request, name: str) -> uuid.UUID:
+    require_key(request)
     raw = request.path_params[name]
     try:
         return uuid.UUID(str(raw))
@@ -197,8 +207,7 @@ def recall_params(body: models.RecallRequest, embedding: str | None) -> dict[str
 async def _recall(
     request: Request, model: type[models.RecallRequest], statement: str, operator: bool
 ) -> Response:
-    key = bearer_key(request.headers.get("authorization"))
-    team_of_key(key)
+    key = require_key(request)
     body = await parse_body(request, model)
     if not state_of(request).recently_valid(key):
         await authenticate_only(request, key)
