@@ -16,24 +16,35 @@
 -- 32 words: exact and trigram entity-name lookups probe these.
 CREATE OR REPLACE FUNCTION dm_private.discovery_name_ngrams(query text)
 RETURNS text []
-LANGUAGE sql
+LANGUAGE plpgsql
 IMMUTABLE
 PARALLEL SAFE
 SET search_path = ''
 AS $$
-    WITH words AS (
-        SELECT (pg_catalog.regexp_split_to_array(
-                    pg_catalog.btrim(pg_catalog.regexp_replace(
-                        pg_catalog.regexp_replace(pg_catalog.lower(pg_catalog.left(COALESCE(query, ''), 2000)),
-                                                  '''s\M', '', 'g'),
-                        '[?!,;:"()\[\]{}]+|\.(\s|$)|\s''|''(\s|$)|^''', ' ', 'g')),
-                    '\s+'))[1:32] AS w
-    )
-    SELECT COALESCE(pg_catalog.array_agg(DISTINCT pg_catalog.array_to_string(words.w[i:i + len], ' ')), '{}'::text [])
-    FROM words
-    CROSS JOIN LATERAL pg_catalog.generate_subscripts(words.w, 1) AS i
-    CROSS JOIN pg_catalog.generate_series(0, 3) AS len
-    WHERE i + len <= pg_catalog.cardinality(words.w) AND words.w[i] <> ''
+DECLARE
+    words text [];
+    word_count integer;
+    ngrams text [] := '{}';
+    ngram text;
+BEGIN
+    words := (pg_catalog.regexp_split_to_array(
+                  pg_catalog.btrim(pg_catalog.regexp_replace(
+                      pg_catalog.regexp_replace(pg_catalog.lower(pg_catalog.left(COALESCE(query, ''), 2000)),
+                                                '''s\M', '', 'g'),
+                      '[?!,;:"()\[\]{}]+|\.(\s|$)|\s''|''(\s|$)|^''', ' ', 'g')),
+                  '\s+'))[1:32];
+    word_count := COALESCE(pg_catalog.cardinality(words), 0);
+    FOR i IN 1 .. word_count LOOP
+        CONTINUE WHEN words[i] = '';
+        ngram := words[i];
+        ngrams := ngrams || ngram;
+        FOR j IN i + 1 .. LEAST(i + 3, word_count) LOOP
+            ngram := ngram || ' ' || words[j];
+            ngrams := ngrams || ngram;
+        END LOOP;
+    END LOOP;
+    RETURN ngrams;
+END
 $$;
 COMMENT ON FUNCTION dm_private.discovery_name_ngrams(text) IS
 'Normalized 1- to 4-word n-grams of a query (first 32 words), the keys probed by exact and trigram entity-name lookup.';
@@ -388,20 +399,35 @@ DECLARE
     found_count integer := 0;
 BEGIN
     LOOP
-        SELECT pg_catalog.min(r.predicate) INTO current_predicate
-        FROM dm_private.relationships AS r
-        WHERE r.team_id = predicate_team_id AND r.subject_entity_id = predicate_entity_id
-          AND (current_predicate IS NULL OR r.predicate > current_predicate);
+        -- Two statements, so that each probe is an index range with a bound.
+        IF current_predicate IS NULL THEN
+            SELECT pg_catalog.min(r.predicate) INTO current_predicate
+            FROM dm_private.relationships AS r
+            WHERE r.team_id = predicate_team_id AND r.subject_entity_id = predicate_entity_id;
+        ELSE
+            SELECT pg_catalog.min(r.predicate) INTO current_predicate
+            FROM dm_private.relationships AS r
+            WHERE r.team_id = predicate_team_id AND r.subject_entity_id = predicate_entity_id
+              AND r.predicate > current_predicate;
+        END IF;
         EXIT WHEN current_predicate IS NULL OR found_count >= max_count;
         found_count := found_count + 1;
         RETURN NEXT current_predicate;
     END LOOP;
     found_count := 0;
+    current_predicate := NULL;
     LOOP
-        SELECT pg_catalog.min(r.predicate) INTO current_predicate
-        FROM dm_private.relationships AS r
-        WHERE r.team_id = predicate_team_id AND r.object_entity_id = predicate_entity_id
-          AND (current_predicate IS NULL OR r.predicate > current_predicate);
+        -- Two statements, so that each probe is an index range with a bound.
+        IF current_predicate IS NULL THEN
+            SELECT pg_catalog.min(r.predicate) INTO current_predicate
+            FROM dm_private.relationships AS r
+            WHERE r.team_id = predicate_team_id AND r.object_entity_id = predicate_entity_id;
+        ELSE
+            SELECT pg_catalog.min(r.predicate) INTO current_predicate
+            FROM dm_private.relationships AS r
+            WHERE r.team_id = predicate_team_id AND r.object_entity_id = predicate_entity_id
+              AND r.predicate > current_predicate;
+        END IF;
         EXIT WHEN current_predicate IS NULL OR found_count >= max_count;
         found_count := found_count + 1;
         RETURN NEXT current_predicate;

@@ -81,6 +81,9 @@ DECLARE
     max_path_bytes constant integer := dm_private.discovery_setting(cfg, 'max_path_bytes', 4000, 0, 100000);
     time_budget_ms constant integer := dm_private.discovery_setting(cfg, 'time_budget_ms', 20, 1, 10000);
     deadline constant timestamptz := started + pg_catalog.make_interval(secs => time_budget_ms / 1000.0);
+    -- The walk needs no more edges than a pool of candidate paths can use:
+    -- max_edges is the cap, ten edges per requested path the working size.
+    walk_edges constant integer := LEAST(max_edges, GREATEST(40, 10 * max_paths));
     scopes constant text [] := dm_private.authenticated_scopes();
     returned uuid [] := COALESCE(result_evidence_ids, '{}'::uuid []);
     known_evidence uuid [];
@@ -199,16 +202,23 @@ BEGIN
     END IF;
 
     -- Predicate hints from the query's words when the parser gave none: the
-    -- seeds' own predicates (a skip scan per seed) whose words match.
+    -- own predicates (a skip scan each) of the two strongest seeds the query
+    -- named (not those only linked to returned evidence) whose words match.
     IF pg_catalog.cardinality(hints) = 0 AND pg_catalog.cardinality(seed_ids) > 0
        AND pg_catalog.cardinality(query_lexemes) > 0 THEN
         hints := ARRAY(
-            SELECT DISTINCT p.predicate
-            FROM pg_catalog.unnest(seed_ids) AS s (entity_id)
-            CROSS JOIN LATERAL dm_private.discovery_entity_predicates(team, s.entity_id, 30) AS p (predicate)
-            WHERE pg_catalog.to_tsvector('english'::regconfig, pg_catalog.replace(p.predicate, '_', ' '))
+            SELECT d.predicate
+            FROM (SELECT DISTINCT p.predicate
+                  FROM (SELECT sc.key::uuid AS entity_id
+                        FROM pg_catalog.jsonb_each_text(seed_scores) AS sc (key, value)
+                        WHERE sc.value::double precision >= 1.5
+                        ORDER BY sc.value::double precision DESC, sc.key
+                        LIMIT 2) AS s
+                  CROSS JOIN LATERAL dm_private.discovery_entity_predicates(team, s.entity_id, 30) AS p (predicate)
+                 ) AS d
+            WHERE pg_catalog.to_tsvector('english'::regconfig, pg_catalog.replace(d.predicate, '_', ' '))
                   OPERATOR(pg_catalog.@@) query_tsquery
-            ORDER BY p.predicate
+            ORDER BY d.predicate
             LIMIT 20);
     END IF;
 
@@ -219,7 +229,7 @@ BEGIN
         -- conflicts, verified corroboration, names and novelty decide.
         WITH walk AS MATERIALIZED (
             SELECT w.*
-            FROM dm_private.discovery_walk(team, seed_ids, fan_out, max_depth, max_edges, valid_at, known_at,
+            FROM dm_private.discovery_walk(team, seed_ids, fan_out, max_depth, walk_edges, valid_at, known_at,
                                            hints, predicate_allow, known_relationships, deadline) AS w
         ),
         predicate_hits AS MATERIALIZED (

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import statistics
 import sys
@@ -202,6 +203,8 @@ class BenchFigures:
     client_p95_ms: float
     mean_paths: float
     calls_with_paths: int
+    backend_cpu_ms_per_call: float | None
+    load_average_1m: float | None
 
 
 def percentile(values: list[float], fraction: float) -> float:
@@ -209,6 +212,17 @@ def percentile(values: list[float], fraction: float) -> float:
     ordered = sorted(values)
     rank = max(1, min(len(ordered), round(fraction * len(ordered) + 0.5)))
     return ordered[rank - 1]
+
+
+def backend_cpu_seconds(pid: int) -> float | None:
+    """User + system CPU of a local server process (None when it is not on this machine)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    ticks = os.sysconf("SC_CLK_TCK")
+    return (int(fields[11]) + int(fields[12])) / ticks
 
 
 def bench_url(base_url: str) -> tuple[str, str]:
@@ -317,18 +331,28 @@ def measure(url: str, calls: int, seed: int, warmup: int = 30) -> BenchFigures:
         ).fetchone()
         assert hub is not None and rels is not None
         queries, sets = workload(conn, team, calls + warmup, seed)
+        pid_row = conn.execute("SELECT pg_backend_pid()").fetchone()
+        assert pid_row is not None
+        pid = int(pid_row[0])
         with conn.transaction():
             conn.execute(MEASURE_FUNCTION)
             conn.execute(
                 "SELECT set_config('role', 'densemem_app', true), set_config('densemem.team_id', %s, true)",
                 (str(team),),
             )
+            cpu_before = backend_cpu_seconds(pid)
             rows = conn.execute(
                 "SELECT elapsed_ms, path_count "
                 "FROM pg_temp.bench_discovery(%s, %s, %s::jsonb, %s::jsonb, %s)",
                 (team, queries, json.dumps(sets), json.dumps(settings), warmup),
             ).fetchall()
+            cpu_after = backend_cpu_seconds(pid)
         elapsed = [float(r[0]) for r in rows]
+        cpu_ms = (
+            (cpu_after - cpu_before) * 1000 / (calls + warmup)
+            if cpu_before is not None and cpu_after is not None
+            else None
+        )
         paths = [int(r[1]) for r in rows]
         client: list[float] = []
         with conn.transaction():
@@ -358,6 +382,8 @@ def measure(url: str, calls: int, seed: int, warmup: int = 30) -> BenchFigures:
         client_p95_ms=percentile(client, 0.95),
         mean_paths=statistics.fmean(paths),
         calls_with_paths=sum(1 for p in paths if p > 0),
+        backend_cpu_ms_per_call=cpu_ms,
+        load_average_1m=os.getloadavg()[0],
     )
 
 
