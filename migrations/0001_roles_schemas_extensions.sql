@@ -1,7 +1,9 @@
 -- 0001: roles, schemas and extensions.
 --
 -- Roles are cluster-wide, so they are created only when missing: several
--- Dense-Mem databases (a test's two builds, say) share one cluster.
+-- Dense-Mem databases (a test's two builds, say) share one cluster, and the
+-- runner's advisory lock is per database, so a concurrent creation by another
+-- database's migration is tolerated.
 -- Extensions need a superuser (pgvector is not a trusted extension), so this
 -- migration runs as the connecting role; every later object is owned by
 -- densemem_owner.
@@ -9,16 +11,32 @@
 DO $roles$
 BEGIN
     IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = 'densemem_owner') THEN
-        CREATE ROLE densemem_owner NOLOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOBYPASSRLS;
+        BEGIN
+            CREATE ROLE densemem_owner NOLOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOBYPASSRLS;
+        EXCEPTION WHEN duplicate_object OR unique_violation THEN
+            NULL;  -- created meanwhile by a migration of another database
+        END;
     END IF;
     IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = 'densemem_app') THEN
-        CREATE ROLE densemem_app NOLOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOBYPASSRLS;
+        BEGIN
+            CREATE ROLE densemem_app NOLOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOBYPASSRLS;
+        EXCEPTION WHEN duplicate_object OR unique_violation THEN
+            NULL;  -- created meanwhile by a migration of another database
+        END;
     END IF;
     IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = 'densemem_analyst') THEN
-        CREATE ROLE densemem_analyst NOLOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOBYPASSRLS;
+        BEGIN
+            CREATE ROLE densemem_analyst NOLOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOBYPASSRLS;
+        EXCEPTION WHEN duplicate_object OR unique_violation THEN
+            NULL;  -- created meanwhile by a migration of another database
+        END;
     END IF;
     IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = 'densemem_operator') THEN
-        CREATE ROLE densemem_operator NOLOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOBYPASSRLS;
+        BEGIN
+            CREATE ROLE densemem_operator NOLOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOBYPASSRLS;
+        EXCEPTION WHEN duplicate_object OR unique_violation THEN
+            NULL;  -- created meanwhile by a migration of another database
+        END;
     END IF;
     -- The searcher owns only the candidate-generation functions. It bypasses
     -- row-level security so that the planner may use the GIN and HNSW indexes
@@ -26,7 +44,11 @@ BEGIN
     -- explicit team predicate checked against the authenticated setting, and
     -- hydration re-reads the chosen rows under RLS.
     IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = 'densemem_searcher') THEN
-        CREATE ROLE densemem_searcher NOLOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE BYPASSRLS;
+        BEGIN
+            CREATE ROLE densemem_searcher NOLOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE BYPASSRLS;
+        EXCEPTION WHEN duplicate_object OR unique_violation THEN
+            NULL;  -- created meanwhile by a migration of another database
+        END;
     END IF;
 END
 $roles$;

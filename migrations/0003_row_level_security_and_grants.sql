@@ -87,6 +87,10 @@ REVOKE INSERT, UPDATE ON dm_private.embedding_contracts, dm_private.ranking_prof
 REVOKE UPDATE ON dm_private.lifecycle_transitions, dm_private.verification_events,
 dm_private.erasure_tombstones, dm_private.recall_feedback, dm_private.team_role_grants FROM densemem_app;
 REVOKE INSERT, UPDATE ON dm_private.team_role_grants FROM densemem_app;
+-- Teams, profiles and keys are administered, never written by the service;
+-- keys are read only by the authentication definer function.
+REVOKE INSERT, UPDATE ON dm_private.teams, dm_private.profiles FROM densemem_app;
+REVOKE ALL ON dm_private.api_keys FROM densemem_app;
 GRANT DELETE ON dm_private.document_embeddings, dm_private.entity_names, dm_private.usage_snapshot_counts TO densemem_app;
 GRANT USAGE ON ALL SEQUENCES IN SCHEMA dm_private TO densemem_app;
 

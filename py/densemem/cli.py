@@ -101,7 +101,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     handler: Handler = args.handler
-    return handler(args, load_settings())
+    try:
+        return handler(args, load_settings())
+    except db.ServerNotRunning as error:
+        print(f"densemem: {error}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -124,6 +124,8 @@ def migrate(
             for migration in migrations:
                 if migration.migration_id in applied:
                     continue
+                # A session-level SET in an earlier migration must not leak into this one.
+                conn.execute("RESET ALL")
                 progress(f"migration {migration.path.name}")
                 with conn.transaction():
                     conn.execute(migration.path.read_text())

@@ -139,11 +139,12 @@ SELECT set_eq('SELECT * FROM actual_schema_grants', 'SELECT * FROM intended_sche
 -- densemem_searcher reads only what candidate generation needs.
 CREATE TEMPORARY VIEW grant_matrix (table_name, privileges, grantees) AS
 VALUES
-    ('dm_private.teams', 'SELECT, INSERT, UPDATE', 'densemem_app'),
+    ('dm_private.teams', 'SELECT', 'densemem_app'),
     ('dm_private.teams', 'SELECT', 'densemem_analyst, densemem_operator'),
-    ('dm_private.profiles', 'SELECT, INSERT, UPDATE', 'densemem_app'),
+    ('dm_private.profiles', 'SELECT', 'densemem_app'),
+    -- Keys are read only by dm.authenticate_api_key (a definer function of the owner).
+    ('dm_private.api_keys', '', ''),
     ('dm_private.profiles', 'SELECT', 'densemem_analyst, densemem_operator, densemem_searcher'),
-    ('dm_private.api_keys', 'SELECT, INSERT, UPDATE', 'densemem_app'),
     -- The searcher's candidate functions apply dm_private.require_team, which reads it (0010, 0020).
     ('dm_private.team_role_grants', 'SELECT', 'densemem_app, densemem_analyst, densemem_operator, densemem_searcher'),
     ('dm_private.sources', 'SELECT, INSERT, UPDATE', 'densemem_app'),

@@ -107,10 +107,6 @@ def test_start_status_url_stop(embedded_env: dict[str, str], workdir: Path) -> N
     assert running_pid(run(embedded_env, workdir, "db", "status").stdout) != pid
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="cli.py lets RuntimeError escape: `db url` on a stopped server prints a traceback",
-)
 def test_url_of_a_stopped_server_is_a_clear_error(embedded_env: dict[str, str], workdir: Path) -> None:
     shown = run(embedded_env, workdir, "db", "url")
     assert shown.returncode != 0
