@@ -24,7 +24,7 @@ from densemem.sample import describe, load_sample
 
 DEMO_QUERIES: tuple[tuple[str, dict[str, Any]], ...] = (
     ("discovery", {"query": "Who works on Dense-Mem and what does it use?", "limit": 3}),
-    ("temporal", {"query": "What went wrong with the staging database yesterday?", "limit": 3}),
+    ("temporal", {"query": "What happened to the staging database on 26 November 2026?", "limit": 3}),
     ("anchored", {"query": "What is the fix for ABC-123?", "limit": 3}),
 )
 
