@@ -124,49 +124,51 @@ def test_trace_tool_answers_a_relationship(module_db: str) -> None:
     from densemem.store.session import Principal, acting_as
 
     issued = issue(module_db, "mcp-trace", "agent")
-    with psycopg.connect(module_db) as conn:
-        with acting_as(conn, Principal(team_id=issued.team_id, profile_id=issued.profile_id)) as cur:
-            cur.execute(
-                "SELECT dm.ingest_evidence(%s, %s::jsonb) AS ids",
-                (
-                    issued.team_id,
-                    json.dumps(
-                        [
-                            {
-                                "text": "Mark works on Dense-Mem.",
-                                "source": {"external_id": "c1", "kind": "chat"},
-                            }
-                        ]
-                    ),
-                ),
-            )
-            row = cur.fetchone()
-            assert row is not None
-            evidence_id = row["ids"][0]
-            cur.execute(
-                "SELECT dm.upsert_entities(%s, %s::jsonb) AS ids",
-                (issued.team_id, json.dumps([{"name": "Mark"}, {"name": "Dense-Mem"}])),
-            )
-            row = cur.fetchone()
-            assert row is not None
-            mark, dense_mem = row["ids"]
-            cur.execute(
-                "SELECT dm.assert_relationship(%s, %s::jsonb) AS id",
-                (
-                    issued.team_id,
-                    json.dumps(
+    with (
+        psycopg.connect(module_db) as conn,
+        acting_as(conn, Principal(team_id=issued.team_id, profile_id=issued.profile_id)) as cur,
+    ):
+        cur.execute(
+            "SELECT dm.ingest_evidence(%s, %s::jsonb) AS ids",
+            (
+                issued.team_id,
+                json.dumps(
+                    [
                         {
-                            "subject_entity_id": str(mark),
-                            "predicate": "works_on",
-                            "object_entity_id": str(dense_mem),
-                            "evidence_ids": [str(evidence_id)],
+                            "text": "Mark works on Dense-Mem.",
+                            "source": {"external_id": "c1", "kind": "chat"},
                         }
-                    ),
+                    ]
                 ),
-            )
-            row = cur.fetchone()
-            assert row is not None
-            relationship_id = str(row["id"])
+            ),
+        )
+        row = cur.fetchone()
+        assert row is not None
+        evidence_id = row["ids"][0]
+        cur.execute(
+            "SELECT dm.upsert_entities(%s, %s::jsonb) AS ids",
+            (issued.team_id, json.dumps([{"name": "Mark"}, {"name": "Dense-Mem"}])),
+        )
+        row = cur.fetchone()
+        assert row is not None
+        mark, dense_mem = row["ids"]
+        cur.execute(
+            "SELECT dm.assert_relationship(%s, %s::jsonb) AS id",
+            (
+                issued.team_id,
+                json.dumps(
+                    {
+                        "subject_entity_id": str(mark),
+                        "predicate": "works_on",
+                        "object_entity_id": str(dense_mem),
+                        "evidence_ids": [str(evidence_id)],
+                    }
+                ),
+            ),
+        )
+        row = cur.fetchone()
+        assert row is not None
+        relationship_id = str(row["id"])
     other = issue(module_db, "mcp-trace-other", "agent").api_key
 
     async def steps(client: Client) -> Any:
