@@ -28,7 +28,7 @@ from typing import Any
 
 import psycopg
 
-from densemem.embeddings.base import EmbeddingError, EmbeddingProvider, ProviderUnavailableError
+from densemem.embeddings.base import EmbeddingProvider, ProviderUnavailableError
 from densemem.store import embeddings as store
 from densemem.store.embeddings import ClaimedDocument, Contract
 
@@ -153,7 +153,7 @@ class EmbeddingWorker:
             vectors = self.provider.embed(texts) if texts else None
         except ProviderUnavailableError:
             raise
-        except EmbeddingError as error:
+        except Exception as error:  # EmbeddingError, or a provider bug: counted, the error kept
             if len(texts) <= 1:
                 self._fail(conn, claimed, error)
                 return
