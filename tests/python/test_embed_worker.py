@@ -423,3 +423,27 @@ def test_a_long_run_shows_a_progress_bar(
     worker.close()
     err = capsys.readouterr().err
     assert "embedding" in err and "120/120" in err
+
+
+def test_vectors_of_a_contract_replaced_mid_batch_never_land(
+    admin_conn: psycopg.Connection[Any], db_url: str
+) -> None:
+    old = activate_hashing(admin_conn, 384)
+    team = make_team(admin_conn, "switch")
+    ids = add_documents(admin_conn, team, ["one", "two"])
+    with psycopg.connect(db_url, autocommit=True) as conn:
+        with store.as_worker(conn) as cur:
+            claimed = store.claim_batch(cur, contract_id=old, batch_size=10, claim_seconds=300)
+        activate_hashing(admin_conn, 128)  # the administrator switches while the batch is embedded
+        vectors = [store.vector_literal(v) for v in HashingTestProvider(384).embed([d.body for d in claimed])]
+        with store.as_worker(conn) as cur:
+            outcome = store.store_embeddings(cur, contract_id=old, documents=claimed, embeddings=vectors)
+    assert outcome == {(team, i): False for i in ids}
+    assert admin_conn.execute("SELECT count(*) FROM dm_private.document_embeddings").fetchone() == (0,)
+    rows = admin_conn.execute(
+        "SELECT search_state::text, claimed_until FROM dm_private.search_documents WHERE team_id = %s",
+        (team,),
+    ).fetchall()
+    assert rows == [("pending", None), ("pending", None)], (
+        "activation drops every claim: the new contract takes them at once"
+    )
