@@ -16,11 +16,14 @@
 -- Pure function of its input: a DBA can call it on hand-made hits.
 CREATE OR REPLACE FUNCTION dm_private.recall_fuse(hits dm_private.recall_branch_hit [], settings jsonb)
 RETURNS SETOF dm_private.recall_fused
-LANGUAGE sql
+LANGUAGE plpgsql
 IMMUTABLE
 PARALLEL SAFE
 SET search_path = ''
 AS $$
+BEGIN
+    -- plpgsql rather than sql: the statement's plan is cached per session
+    RETURN QUERY
     WITH params AS (
         SELECT COALESCE((settings #>> '{fusion,rrf_k}')::double precision, 60) AS k,
                COALESCE(settings #>> '{fusion,method}', 'rrf') = 'priority' AS by_priority,
@@ -79,7 +82,8 @@ AS $$
                 ELSE (o.rrf - o.worst_rrf) / (o.best_rrf - o.worst_rrf) END,
            o.fulltext_rank::integer, o.vector_rank::integer, o.exact_rank::integer, o.position::integer
     FROM kept AS o
-    ORDER BY o.position
+    ORDER BY o.position;
+END
 $$;
 COMMENT ON FUNCTION dm_private.recall_fuse(dm_private.recall_branch_hit [], jsonb) IS
 'Fuses branch hits by (branch, evidence_id): RRF with the profile''s rrf_k and branch weights (relevance = min-max of the RRF score over the kept candidates) or explicit branch priority; keeps the top candidates.fused with each branch rank.';

@@ -30,9 +30,6 @@ LANGUAGE plpgsql
 STABLE
 SECURITY DEFINER
 SET search_path = ''
--- Generic plans estimate a team as ndistinct-average and pick the wrong index;
--- a custom plan per call sees the team's real size.
-SET plan_cache_mode = force_custom_plan
 AS $$
 DECLARE
     team constant uuid := dm_private.require_team(recall_rerank.team_id);
@@ -92,8 +89,8 @@ BEGIN
             FROM dm_private.search_documents AS d
             JOIN pg_catalog.unnest(fused) AS f ON f.document_id = d.document_id
             WHERE d.team_id = team
-              AND d.document_id = ANY (ids)
               AND d.subject_kind = 'evidence'
+              AND d.subject_id = ANY (evidence_ids)
               AND d.policy_labels <@ scopes
         ),
         anchored AS (

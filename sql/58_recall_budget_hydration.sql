@@ -10,35 +10,45 @@
 
 CREATE OR REPLACE FUNCTION dm_private.recall_hydrate(team_id uuid, evidence_ids uuid [], req jsonb)
 RETURNS TABLE (evidence_id uuid, context text, source_id uuid, source_external_id text)
-LANGUAGE sql
+LANGUAGE plpgsql
 STABLE
 SET search_path = ''
--- Generic plans estimate a team as ndistinct-average and pick the wrong index;
--- a custom plan per call sees the team's real size.
-SET plan_cache_mode = force_custom_plan
 AS $$
-    SELECT e.evidence_id, e.text, e.source_id, s.external_id
-    FROM dm_private.evidence AS e
-    JOIN dm_private.source_revisions AS r
-        ON r.team_id = e.team_id AND r.source_id = e.source_id AND r.revision_id = e.revision_id
-    JOIN dm_private.sources AS s ON s.team_id = e.team_id AND s.source_id = e.source_id
-    JOIN dm_private.profiles AS p ON p.team_id = e.team_id AND p.profile_id = e.owner_profile_id
-    WHERE e.team_id = recall_hydrate.team_id
-      AND r.team_id = recall_hydrate.team_id
-      AND s.team_id = recall_hydrate.team_id
-      AND p.team_id = recall_hydrate.team_id
-      AND e.evidence_id = ANY (evidence_ids[1:200])
-      AND e.state = 'active'
-      AND e.text IS NOT NULL
-      AND r.is_current
-      AND p.state = 'active'
-      AND (e.valid_from IS NULL OR e.valid_from <= (req ->> 'valid_at')::timestamptz)
-      AND (e.valid_to IS NULL OR e.valid_to > (req ->> 'valid_at')::timestamptz)
-      AND e.known_from <= (req ->> 'known_at')::timestamptz
-      AND (e.known_to IS NULL OR e.known_to > (req ->> 'known_at')::timestamptz)
-      AND NOT EXISTS (
-          SELECT 1 FROM pg_catalog.jsonb_each(e.labels) AS l (key, value)
-          WHERE l.value = 'true'::jsonb AND l.key <> ALL (dm_private.authenticated_scopes()))
+DECLARE
+    team constant uuid := recall_hydrate.team_id;
+    ids constant uuid [] := evidence_ids[1:200];
+    valid_at constant timestamptz := (req ->> 'valid_at')::timestamptz;
+    known_at constant timestamptz := (req ->> 'known_at')::timestamptz;
+    scopes constant text [] := dm_private.authenticated_scopes();
+BEGIN
+    -- The evidence rows first, by primary key (materialised so that no plan
+    -- can start from a source and walk the team's evidence), then their
+    -- revision, source and owner.
+    RETURN QUERY
+        WITH chosen AS MATERIALIZED (
+            SELECT e.team_id, e.evidence_id, e.text, e.source_id, e.revision_id, e.owner_profile_id
+            FROM dm_private.evidence AS e
+            WHERE e.team_id = team
+              AND e.evidence_id = ANY (ids)
+              AND e.state = 'active'
+              AND e.text IS NOT NULL
+              AND (e.valid_from IS NULL OR e.valid_from <= valid_at)
+              AND (e.valid_to IS NULL OR e.valid_to > valid_at)
+              AND e.known_from <= known_at
+              AND (e.known_to IS NULL OR e.known_to > known_at)
+              AND NOT EXISTS (
+                  SELECT 1 FROM pg_catalog.jsonb_each(e.labels) AS l (key, value)
+                  WHERE l.value = 'true'::jsonb AND l.key <> ALL (scopes))
+        )
+        SELECT c.evidence_id, c.text, c.source_id, s.external_id
+        FROM chosen AS c
+        JOIN dm_private.source_revisions AS r
+            ON r.team_id = team AND r.source_id = c.source_id AND r.revision_id = c.revision_id
+        JOIN dm_private.sources AS s ON s.team_id = team AND s.source_id = c.source_id
+        JOIN dm_private.profiles AS p ON p.team_id = team AND p.profile_id = c.owner_profile_id
+        WHERE r.is_current
+          AND p.state = 'active';
+END
 $$;
 COMMENT ON FUNCTION dm_private.recall_hydrate(uuid, uuid [], jsonb) IS
 'Hydration: one bounded read (at most 200 ids) of the chosen evidence under row-level security as the caller, re-checking authoritative eligibility (state, current revision, active owner, valid/known time, policy labels). Returns text and stable source handles.';
