@@ -186,29 +186,24 @@ DECLARE
     -- expressions run only when a form can match.
     words constant text [] := pg_catalog.string_to_array(
         pg_catalog.translate(pg_catalog.lower(COALESCE(prepared, '')), ',.;:!?()[]{}"“”''-/', '                  '), ' ');
-    -- One expression finds every window expression: an optional opening word
-    -- (since, before, ...), an optional preposition (in, on, ...), a base form.
-    window_re constant text :=
-        '(?:\m(?:since|before|after|until|till|by|prior +to) +)?(?:\m(?:in|during|on|of|from|throughout|around) +)?(?:the +)?\m(?:'
-        || '[0-9]{4}-[0-9]{2}-[0-9]{2}'
-        || '|(?:[0-3]?[0-9])(?:st|nd|rd|th)? +(?:of +)?(?:january|february|march|april|may|june|july|august|september|october|november|december|sept|jan|feb|mar|apr|jun|jul|aug|sep|oct|nov|dec),? *(?:19|20)[0-9]{2}'
-        || '|(?:january|february|march|april|may|june|july|august|september|october|november|december|sept|jan|feb|mar|apr|jun|jul|aug|sep|oct|nov|dec) +(?:[0-3]?[0-9])(?:st|nd|rd|th)?,? *(?:19|20)[0-9]{2}'
-        || '|(?:january|february|march|april|may|june|july|august|september|october|november|december|sept|jan|feb|mar|apr|jun|jul|aug|sep|oct|nov|dec),? +(?:19|20)[0-9]{2}'
-        || '|(?:[0-3]?[0-9])(?:st|nd|rd|th)? +(?:of +)?(?:january|february|march|april|may|june|july|august|september|october|november|december|sept|jan|feb|mar|apr|jun|jul|aug|sep|oct|nov|dec)'
-        || '|(?:january|february|march|april|may|june|july|august|september|october|november|december|sept|jan|feb|mar|apr|jun|jul|aug|sep|oct|nov|dec) +(?:[0-3]?[0-9])(?:st|nd|rd|th)?'
-        || '|today|tonight|yesterday|tomorrow|last +night|this +(?:morning|afternoon|evening)'
-        || '|(?:last|this|next|past|previous) +(?:weekend|week|month|year)'
-        || '|(?:last|past|previous) +(?:[0-9]{1,3}|an|a|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve) +(?:days?|weeks?|months?|years?)'
-        || '|(?:[0-9]{1,3}|an|a|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve) +(?:days?|weeks?|months?|years?) +ago'
-        || '|(?:last|previous) +(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)'
-        || '|monday|tuesday|wednesday|thursday|friday|saturday|sunday'
-        || '|january|february|march|april|may|june|july|august|september|october|november|december|sept|jan|feb|mar|apr|jun|jul|aug|sep|oct|nov|dec'
-        || '|(?:19|20)[0-9]{2})\M';
+    -- Tokens for the window walker: punctuation (but not - in 2023-05-08)
+    -- and apostrophes are separators.
+    toks constant text [] := pg_catalog.array_remove(pg_catalog.string_to_array(
+        pg_catalog.translate(pg_catalog.lower(COALESCE(prepared, '')), ',.;:!?()[]{}"“”''', '                '), ' '), '');
+    months constant text [] := '{january,february,march,april,may,june,july,august,september,october,november,december,sept,jan,feb,mar,apr,jun,jul,aug,sep,oct,nov,dec}';
+    weekdays constant text [] := '{monday,tuesday,wednesday,thursday,friday,saturday,sunday}';
+    units constant text [] := '{day,days,week,weeks,month,months,year,years}';
+    numbers constant text [] := '{a,an,one,two,three,four,five,six,seven,eight,nine,ten,eleven,twelve}';
+    nt integer;
+    i integer;
+    j integer;
+    k integer;
+    t1 text;
+    t2 text;
+    t3 text;
+    t4 text;
     n timestamp;
     today0 timestamp;
-    expr text;
-    pos integer := 1;
-    found_at integer;
     p text [];
     prefix text;
     prep text;
@@ -227,7 +222,8 @@ DECLARE
     win_to timestamp;
     expressions jsonb := '[]'::jsonb;
     intent text;
-    intent_match text;
+    temporal boolean;
+    w text;
     window_json jsonb := 'null'::jsonb;
 BEGIN
     IF clock IS NOT NULL AND (
@@ -235,17 +231,74 @@ BEGIN
         OR words OPERATOR(pg_catalog.&&) '{today,tonight,yesterday,tomorrow,night,morning,afternoon,evening,day,days,week,weeks,weekend,month,months,year,years,january,february,march,april,may,june,july,august,september,october,november,december,sept,jan,feb,mar,apr,jun,jul,aug,sep,oct,nov,dec,monday,tuesday,wednesday,thursday,friday,saturday,sunday}'::text []) THEN
         n := clock AT TIME ZONE 'UTC';
         today0 := pg_catalog.date_trunc('day', n);
-        LOOP
-            found_at := pg_catalog.regexp_instr(t, window_re, pos);
-            EXIT WHEN found_at = 0;
-            expr := pg_catalog.regexp_substr(t, window_re, found_at);
-            pos := found_at + pg_catalog.length(expr);
-            expr := pg_catalog.regexp_replace(expr, ' +', ' ', 'g');
-            p := pg_catalog.regexp_match(expr,
-                '^(?:(since|before|after|until|till|by|prior to) )?(?:(in|during|on|of|from|throughout|around) )?(?:the )?(.*)$');
-            prefix := p[1];
-            prep := p[2];
-            b := p[3];
+        nt := COALESCE(pg_catalog.cardinality(toks), 0);
+        i := 1;
+        -- Walk the tokens: [opening word] [preposition] [the] base form. The
+        -- longest base form at a position wins; a position without one moves on
+        -- by one token.
+        WHILE i <= nt LOOP
+            j := i;
+            prefix := NULL;
+            prep := NULL;
+            IF toks[j] IN ('since', 'before', 'after', 'until', 'till', 'by') THEN
+                prefix := toks[j];
+                j := j + 1;
+            ELSIF toks[j] = 'prior' AND toks[j + 1] = 'to' THEN
+                prefix := 'prior to';
+                j := j + 2;
+            END IF;
+            IF toks[j] IN ('in', 'during', 'on', 'of', 'from', 'throughout', 'around') THEN
+                prep := toks[j];
+                j := j + 1;
+            END IF;
+            IF toks[j] = 'the' THEN
+                j := j + 1;
+            END IF;
+            t1 := toks[j];
+            t2 := toks[j + 1];
+            t3 := toks[j + 2];
+            t4 := toks[j + 3];
+            k := 0;
+            IF t1 IS NULL THEN
+                k := 0;
+            ELSIF (t1 = ANY (numbers) OR t1 ~ '^[0-9]{1,3}$') AND t2 = ANY (units) AND t3 = 'ago' THEN
+                k := 3;                                   -- 3 days ago
+            ELSIF t1 ~ '^[0-9]{4}-[0-9]{2}-[0-9]{2}$' THEN
+                k := 1;                                   -- 2023-05-08
+            ELSIF t1 ~ '^[0-3]?[0-9](?:st|nd|rd|th)?$' AND (t2 = ANY (months) OR (t2 = 'of' AND t3 = ANY (months))) THEN
+                IF t2 = 'of' THEN
+                    k := CASE WHEN t4 ~ '^(?:19|20)[0-9]{2}$' THEN 4 ELSE 3 END;   -- 8th of May [2023]
+                ELSE
+                    k := CASE WHEN t3 ~ '^(?:19|20)[0-9]{2}$' THEN 3 ELSE 2 END;   -- 8 May [2023]
+                END IF;
+            ELSIF t1 = ANY (months) THEN
+                IF t2 ~ '^[0-3]?[0-9](?:st|nd|rd|th)?$' THEN
+                    k := CASE WHEN t3 ~ '^(?:19|20)[0-9]{2}$' THEN 3 ELSE 2 END;   -- May 8[, 2023]
+                ELSIF t2 ~ '^(?:19|20)[0-9]{2}$' THEN
+                    k := 2;                               -- May 2023
+                ELSE
+                    k := 1;                               -- May
+                END IF;
+            ELSIF t1 IN ('today', 'tonight', 'yesterday', 'tomorrow') THEN
+                k := 1;
+            ELSIF (t1 = 'last' AND t2 = 'night') OR (t1 = 'this' AND t2 IN ('morning', 'afternoon', 'evening')) THEN
+                k := 2;
+            ELSIF t1 IN ('last', 'this', 'next', 'past', 'previous') AND t2 IN ('weekend', 'week', 'month', 'year') THEN
+                k := 2;
+            ELSIF t1 IN ('last', 'past', 'previous') AND (t2 = ANY (numbers) OR t2 ~ '^[0-9]{1,3}$')
+                  AND t3 = ANY (units) THEN
+                k := 3;                                   -- last 3 days
+            ELSIF t1 IN ('last', 'previous') AND t2 = ANY (weekdays) THEN
+                k := 2;
+            ELSIF t1 = ANY (weekdays) OR t1 ~ '^(?:19|20)[0-9]{2}$' THEN
+                k := 1;                                   -- Friday, 2023 (need a preposition)
+            END IF;
+            IF k = 0 THEN
+                i := i + 1;
+                CONTINUE;
+            END IF;
+            b := pg_catalog.array_to_string(toks[j:j + k - 1], ' ');
+            i := j + k;
             w_from := NULL;
             w_to := NULL;
             y := NULL;
@@ -416,27 +469,50 @@ BEGIN
     END IF;
 
     -- Intent: the first intent word of the query decides.
-    IF words OPERATOR(pg_catalog.&&) '{recent,recently,latest,lately,currently,current,nowadays,days,now,newest,time,still,first,firstly,originally,original,initially,earliest,oldest,beginning,begin}'::text [] THEN
-        intent_match := pg_catalog.regexp_substr(t,
-            '\m(?:most +recent(?:ly)?|recently|recent|latest|lately|currently|current|nowadays|these +days|now|newest|last +time|still'
-            || '|first|firstly|originally|original|initially|earliest|oldest|in +the +beginning|to +begin +with)\M');
-        IF intent_match IS NOT NULL THEN
-            intent := CASE
-                WHEN intent_match ~ '^(?:first|originally|original|initially|earliest|oldest|in |to )' THEN 'earliest'
-                ELSE 'latest'
-            END;
+    IF words OPERATOR(pg_catalog.&&) '{recent,recently,latest,lately,currently,current,nowadays,days,now,newest,time,still,first,firstly,originally,original,initially,earliest,oldest,beginning,with}'::text [] THEN
+        FOR idx IN 1..COALESCE(pg_catalog.cardinality(toks), 0) LOOP
+            w := toks[idx];
+            IF w IN ('recently', 'recent', 'latest', 'lately', 'currently', 'current', 'nowadays', 'now', 'newest', 'still')
+               OR (w = 'days' AND toks[idx - 1] = 'these') OR (w = 'time' AND toks[idx - 1] = 'last') THEN
+                intent := 'latest';
+                EXIT;
+            ELSIF w IN ('first', 'firstly', 'originally', 'original', 'initially', 'earliest', 'oldest')
+                  OR (w = 'beginning' AND toks[idx - 1] = 'the' AND toks[idx - 2] = 'in')
+                  OR (w = 'with' AND toks[idx - 1] = 'begin' AND toks[idx - 2] = 'to') THEN
+                intent := 'earliest';
+                EXIT;
+            END IF;
+        END LOOP;
+    END IF;
+
+    -- A temporal question: "when" opening the query or a clause (after
+    -- .?!;: or and / but / so / since) or before an auxiliary; what / which
+    -- year, month, day, date, time, week, season; how long ago / has / did ...
+    temporal := false;
+    IF words OPERATOR(pg_catalog.&&) '{when,year,month,day,date,time,week,season,long}'::text [] THEN
+        FOR idx IN 1..COALESCE(pg_catalog.cardinality(toks), 0) LOOP
+            w := toks[idx];
+            IF w = 'when' THEN
+                temporal := idx = 1
+                    OR toks[idx - 1] IN ('and', 'but', 'so', 'since')
+                    OR toks[idx + 1] IN ('did', 'do', 'does', 'was', 'were', 'is', 'are', 'will', 'has', 'have', 'had',
+                                         'would', 'could', 'should', 'can');
+            ELSIF w IN ('what', 'which') THEN
+                temporal := toks[idx + 1] IN ('year', 'month', 'day', 'date', 'time', 'week', 'season');
+            ELSIF w = 'how' THEN
+                temporal := toks[idx + 1] = 'long' AND toks[idx + 2] IN ('ago', 'has', 'have', 'had', 'did', 'was', 'were');
+            END IF;
+            EXIT WHEN temporal;
+        END LOOP;
+        IF NOT temporal AND pg_catalog.strpos(t, 'when') > 0 THEN
+            temporal := t ~ '[.?!;:] *when\M';
         END IF;
     END IF;
 
     RETURN pg_catalog.jsonb_build_object(
         'window', window_json,
         'intent', intent,
-        'temporal_question',
-        words OPERATOR(pg_catalog.&&) '{when,year,month,day,date,time,week,season,long}'::text []
-        AND t ~ ('(?:^|[.?!;:] *|\m(?:and|but|so) +) *when\M'
-            || '|\mwhen +(?:did|do|does|was|were|is|are|will|has|have|had|would|could|should|can)\M'
-            || '|\m(?:what|which) +(?:year|month|day|date|time|week|season)\M'
-            || '|\mhow +long +(?:ago|has|have|had|did|was|were)\M|\msince +when\M'),
+        'temporal_question', temporal,
         'expressions', expressions);
 END
 $$;
