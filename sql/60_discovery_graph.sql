@@ -394,44 +394,32 @@ ROWS 10
 SET search_path = ''
 SET plan_cache_mode = 'force_generic_plan'
 AS $$
-DECLARE
-    current_predicate text;
-    found_count integer := 0;
 BEGIN
-    LOOP
-        -- Two statements, so that each probe is an index range with a bound.
-        IF current_predicate IS NULL THEN
-            SELECT pg_catalog.min(r.predicate) INTO current_predicate
-            FROM dm_private.relationships AS r
-            WHERE r.team_id = predicate_team_id AND r.subject_entity_id = predicate_entity_id;
-        ELSE
-            SELECT pg_catalog.min(r.predicate) INTO current_predicate
-            FROM dm_private.relationships AS r
-            WHERE r.team_id = predicate_team_id AND r.subject_entity_id = predicate_entity_id
-              AND r.predicate > current_predicate;
-        END IF;
-        EXIT WHEN current_predicate IS NULL OR found_count >= max_count;
-        found_count := found_count + 1;
-        RETURN NEXT current_predicate;
-    END LOOP;
-    found_count := 0;
-    current_predicate := NULL;
-    LOOP
-        -- Two statements, so that each probe is an index range with a bound.
-        IF current_predicate IS NULL THEN
-            SELECT pg_catalog.min(r.predicate) INTO current_predicate
-            FROM dm_private.relationships AS r
-            WHERE r.team_id = predicate_team_id AND r.object_entity_id = predicate_entity_id;
-        ELSE
-            SELECT pg_catalog.min(r.predicate) INTO current_predicate
-            FROM dm_private.relationships AS r
-            WHERE r.team_id = predicate_team_id AND r.object_entity_id = predicate_entity_id
-              AND r.predicate > current_predicate;
-        END IF;
-        EXIT WHEN current_predicate IS NULL OR found_count >= max_count;
-        found_count := found_count + 1;
-        RETURN NEXT current_predicate;
-    END LOOP;
+    -- A loose index scan per direction: each step is one bounded index probe.
+    RETURN QUERY
+    WITH RECURSIVE outgoing (predicate) AS (
+        SELECT (SELECT pg_catalog.min(r.predicate) FROM dm_private.relationships AS r
+                WHERE r.team_id = predicate_team_id AND r.subject_entity_id = predicate_entity_id)
+        UNION ALL
+        SELECT (SELECT pg_catalog.min(r.predicate) FROM dm_private.relationships AS r
+                WHERE r.team_id = predicate_team_id AND r.subject_entity_id = predicate_entity_id
+                  AND r.predicate > o.predicate)
+        FROM outgoing AS o
+        WHERE o.predicate IS NOT NULL
+    ),
+    incoming (predicate) AS (
+        SELECT (SELECT pg_catalog.min(r.predicate) FROM dm_private.relationships AS r
+                WHERE r.team_id = predicate_team_id AND r.object_entity_id = predicate_entity_id)
+        UNION ALL
+        SELECT (SELECT pg_catalog.min(r.predicate) FROM dm_private.relationships AS r
+                WHERE r.team_id = predicate_team_id AND r.object_entity_id = predicate_entity_id
+                  AND r.predicate > i.predicate)
+        FROM incoming AS i
+        WHERE i.predicate IS NOT NULL
+    )
+    (SELECT o.predicate FROM outgoing AS o WHERE o.predicate IS NOT NULL LIMIT max_count)
+    UNION
+    (SELECT i.predicate FROM incoming AS i WHERE i.predicate IS NOT NULL LIMIT max_count);
 END
 $$;
 COMMENT ON FUNCTION dm_private.discovery_entity_predicates(uuid, uuid, integer) IS

@@ -82,8 +82,8 @@ DECLARE
     time_budget_ms constant integer := dm_private.discovery_setting(cfg, 'time_budget_ms', 20, 1, 10000);
     deadline constant timestamptz := started + pg_catalog.make_interval(secs => time_budget_ms / 1000.0);
     -- The walk needs no more edges than a pool of candidate paths can use:
-    -- max_edges is the cap, ten edges per requested path the working size.
-    walk_edges constant integer := LEAST(max_edges, GREATEST(40, 10 * max_paths));
+    -- max_edges is the cap, six edges per requested path the working size.
+    walk_edges constant integer := LEAST(max_edges, GREATEST(30, 6 * max_paths));
     scopes constant text [] := dm_private.authenticated_scopes();
     returned uuid [] := COALESCE(result_evidence_ids, '{}'::uuid []);
     known_evidence uuid [];
@@ -100,8 +100,7 @@ DECLARE
     query_words text [];
     seed_ids uuid [] := '{}';
     seed_scores jsonb := '{}';
-    candidates jsonb := '[]';
-    candidate jsonb;
+    candidate record;
     chosen jsonb := '[]';
     chosen_relationships uuid [] := '{}';
     path_entities uuid [] := '{}';
@@ -225,18 +224,24 @@ BEGIN
     IF pg_catalog.cardinality(seed_ids) > 0 AND max_paths > 0 AND pg_catalog.clock_timestamp() < deadline THEN
         -- Phase 1 (cheap, all walked edges): candidate paths scored by seed
         -- strength and predicate relevance, from the walk's own columns.
-        -- Phase 2 (a pool of 4 x max_paths candidates): supporting evidence,
+        -- Phase 2 (a pool of 2 x max_paths candidates): supporting evidence,
         -- conflicts, verified corroboration, names and novelty decide.
+        FOR candidate IN
         WITH walk AS MATERIALIZED (
             SELECT w.*
             FROM dm_private.discovery_walk(team, seed_ids, fan_out, max_depth, walk_edges, valid_at, known_at,
                                            hints, predicate_allow, known_relationships, deadline) AS w
         ),
         predicate_hits AS MATERIALIZED (
+            -- A hinted predicate, or one with a word that starts with a query
+            -- lexeme ("works_on" for "work"): no text-search call per predicate.
             SELECT d.predicate,
                    (d.predicate = ANY(hints)
-                    OR pg_catalog.to_tsvector('english'::regconfig, pg_catalog.replace(d.predicate, '_', ' '))
-                       OPERATOR(pg_catalog.@@) query_tsquery) AS hit
+                    OR EXISTS (SELECT 1
+                               FROM pg_catalog.unnest(pg_catalog.string_to_array(d.predicate, '_')) AS pw (word)
+                               CROSS JOIN pg_catalog.unnest(query_lexemes) AS ql (lexeme)
+                               WHERE pg_catalog.length(ql.lexeme) >= 3
+                                 AND pg_catalog.starts_with(pw.word, ql.lexeme))) AS hit
             FROM (SELECT DISTINCT walk.predicate FROM walk) AS d
         ),
         cheap_paths AS (
@@ -260,8 +265,8 @@ BEGIN
             FROM (SELECT DISTINCT ON (cp.relationship_ids) cp.*
                   FROM cheap_paths AS cp
                   ORDER BY cp.relationship_ids, cp.score DESC) AS d
-            ORDER BY d.score DESC, d.relationship_ids::text
-            LIMIT GREATEST(4 * max_paths, 10)
+            ORDER BY d.score DESC, d.relationship_ids
+            LIMIT GREATEST(2 * max_paths, 6)
         ),
         rels AS MATERIALIZED (
             SELECT DISTINCT ON (w.relationship_id) w.relationship_id, w.subject_entity_id, w.object_entity_id,
@@ -445,56 +450,43 @@ BEGIN
             LEFT JOIN corroboration AS co ON co.relationship_id = rels.relationship_id
         ),
         paths AS (
-            SELECT pool.relationship_ids, x.edge_list, x.evidence_ids, x.entity_ids,
+            SELECT pool.relationship_ids,
+                   CASE WHEN e2.relationship_id IS NULL THEN pg_catalog.jsonb_build_array(e1.edge_json)
+                        ELSE pg_catalog.jsonb_build_array(e1.edge_json, e2.edge_json) END AS edge_list,
+                   COALESCE(e1.evidence_ids, '{}') || COALESCE(e2.evidence_ids, '{}') AS evidence_ids,
+                   ARRAY[e1.subject_entity_id, e1.object_entity_id, e2.subject_entity_id, e2.object_entity_id]
+                       AS entity_ids,
                    0.2 * COALESCE((seed_scores ->> pool.root_entity_id::text)::double precision, 0)
-                   + x.edge_score - 0.2 * (pg_catalog.cardinality(pool.relationship_ids) - 1) AS score
+                   + (e1.edge_score + COALESCE(e2.edge_score, e1.edge_score)) / 2.0
+                   - 0.2 * (pg_catalog.cardinality(pool.relationship_ids) - 1) AS score
             FROM pool
-            CROSS JOIN LATERAL (
-                SELECT pg_catalog.jsonb_agg(edges.edge_json ORDER BY u.ord) AS edge_list,
-                       pg_catalog.avg(edges.edge_score) AS edge_score,
-                       pg_catalog.count(edges.relationship_id) AS found,
-                       ARRAY(SELECT DISTINCT ev.id
-                             FROM pg_catalog.unnest(pg_catalog.array_agg(pg_catalog.array_to_string(edges.evidence_ids, ',')))
-                                  AS s (ids)
-                             CROSS JOIN LATERAL pg_catalog.unnest(pg_catalog.string_to_array(s.ids, ',')::uuid []) AS ev (id)
-                             ORDER BY ev.id LIMIT 5) AS evidence_ids,
-                       pg_catalog.array_agg(edges.subject_entity_id) || pg_catalog.array_agg(edges.object_entity_id)
-                           AS entity_ids
-                FROM pg_catalog.unnest(pool.relationship_ids) WITH ORDINALITY AS u (relationship_id, ord)
-                JOIN edges ON edges.relationship_id = u.relationship_id
-            ) AS x
-            WHERE x.found = pg_catalog.cardinality(pool.relationship_ids)
+            JOIN edges AS e1 ON e1.relationship_id = pool.relationship_ids[1]
+            LEFT JOIN edges AS e2 ON e2.relationship_id = pool.relationship_ids[2]
+            WHERE pg_catalog.cardinality(pool.relationship_ids) = 1 OR e2.relationship_id IS NOT NULL
         )
-        SELECT COALESCE(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
-                   'relationship_ids', pg_catalog.to_jsonb(paths.relationship_ids),
-                   'entity_ids', pg_catalog.to_jsonb(paths.entity_ids),
-                   'path', pg_catalog.jsonb_build_object(
-                       'relationships', paths.edge_list,
-                       'evidence_ids', pg_catalog.to_jsonb(paths.evidence_ids)))
-                   ORDER BY paths.score DESC, paths.relationship_ids::text), '[]'::jsonb)
-        INTO candidates
-        FROM paths;
-
-        -- Greedy selection: skip a path whose every edge is already shown,
-        -- stop at max_paths, the byte budget or the deadline.
-        FOR candidate IN SELECT c.value FROM pg_catalog.jsonb_array_elements(candidates) AS c (value) LOOP
+        SELECT paths.relationship_ids, paths.entity_ids,
+               pg_catalog.jsonb_build_object(
+                   'relationships', paths.edge_list,
+                   'evidence_ids', pg_catalog.to_jsonb(ARRAY(
+                       SELECT DISTINCT ev.id FROM pg_catalog.unnest(paths.evidence_ids) AS ev (id)
+                       ORDER BY ev.id LIMIT 5))) AS path
+        FROM paths
+        ORDER BY paths.score DESC, paths.relationship_ids
+        LOOP
+            -- Greedy selection: skip a path whose every edge is already shown,
+            -- stop at max_paths, the byte budget or the deadline.
             EXIT WHEN pg_catalog.jsonb_array_length(chosen) >= max_paths;
             IF pg_catalog.clock_timestamp() >= deadline THEN
                 degraded := degraded || 'discovery_time_budget'::text;
                 EXIT;
             END IF;
-            CONTINUE WHEN ARRAY(SELECT (x.v #>> '{}')::uuid
-                                FROM pg_catalog.jsonb_array_elements(candidate -> 'relationship_ids') AS x (v))
-                          OPERATOR(pg_catalog.<@) chosen_relationships;
-            path_bytes := pg_catalog.octet_length((candidate -> 'path')::text) + 2;
+            CONTINUE WHEN candidate.relationship_ids OPERATOR(pg_catalog.<@) chosen_relationships;
+            path_bytes := pg_catalog.octet_length(candidate.path::text) + 2;
             CONTINUE WHEN used_bytes + path_bytes > max_path_bytes;
             used_bytes := used_bytes + path_bytes;
-            chosen := chosen || pg_catalog.jsonb_build_array(candidate -> 'path');
-            chosen_relationships := chosen_relationships || ARRAY(
-                SELECT (x.v #>> '{}')::uuid FROM pg_catalog.jsonb_array_elements(candidate -> 'relationship_ids') AS x (v));
-            path_entities := path_entities || ARRAY(
-                SELECT (x.v #>> '{}')::uuid FROM pg_catalog.jsonb_array_elements(candidate -> 'entity_ids') AS x (v)
-                WHERE x.v <> 'null'::jsonb);
+            chosen := chosen || pg_catalog.jsonb_build_array(candidate.path);
+            chosen_relationships := chosen_relationships || candidate.relationship_ids;
+            path_entities := path_entities || pg_catalog.array_remove(candidate.entity_ids, NULL);
         END LOOP;
     ELSIF pg_catalog.cardinality(seed_ids) > 0 AND max_paths > 0 THEN
         degraded := degraded || 'discovery_time_budget'::text;
