@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -139,7 +140,7 @@ DEGRADED_SQL = (
 )
 
 
-def _database_gauges(state: ServiceState) -> list[str]:
+def _database_gauges(state: ServiceState, teams: list[uuid.UUID]) -> list[str]:
     """Search freshness over all teams (dm.search_freshness_overall) and the degraded recall
     branches of the last five minutes, read as each team served recently (bounded)."""
     lines: list[str] = []
@@ -169,7 +170,7 @@ def _database_gauges(state: ServiceState) -> list[str]:
                         "Age of the oldest document waiting for a vector (all teams).",
                         [((), oldest)],
                     )
-        for team in list(state.recent_teams):
+        for team in teams:
             with conn.transaction():
                 conn.execute(ENTER_TEAM_SQL, {"team": team})
                 for branch, count in conn.execute(DEGRADED_SQL, {"team": team}).fetchall():
@@ -192,7 +193,8 @@ async def metrics(request: Request) -> Response:
         [((), float(len(state.recent_teams)))],
     )
     try:
-        lines += await run_in_threadpool(_database_gauges, state)
+        # snapshot on the event loop, where recent_teams is written
+        lines += await run_in_threadpool(_database_gauges, state, list(state.recent_teams))
         lines += gauge_lines("densemem_database_up", "Whether /metrics could read the database.", [((), 1.0)])
     except psycopg.Error as error:
         log.warning("metrics: database gauges unavailable: %s", error)
