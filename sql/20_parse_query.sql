@@ -699,8 +699,9 @@ COMMENT ON FUNCTION dm_private.parse_query_text(text, timestamptz) IS
 
 -- The trigram half of the entity lookup (misspelled names), apart so that
 -- its similarity threshold is set only when there is something to probe:
--- each probe is one GIN index scan on (team_id, normalized_name
--- gin_trgm_ops), similarity >= 0.45, at most 3 entities per probe. Runs as
+-- names with the probe's first letter and pg_trgm similarity >= 0.45, at
+-- most 3 entities per probe; the planner serves % from the GIN index on
+-- (team_id, normalized_name gin_trgm_ops) for large teams. Runs as
 -- densemem_searcher (see dm_private.match_query_entities).
 CREATE OR REPLACE FUNCTION dm_private.match_entity_trigrams(match_team_id uuid, probes text [], exclude_ids uuid [])
 RETURNS jsonb
@@ -709,6 +710,9 @@ STABLE
 SECURITY DEFINER
 SET search_path = ''
 SET pg_trgm.similarity_threshold = 0.45
+-- One plan for every call: the GIN probe plan does not depend on the probe,
+-- and planning it anew (custom plans) costs more than running it.
+SET plan_cache_mode = force_generic_plan
 AS $$
 BEGIN
     PERFORM dm_private.require_team(match_team_id);
@@ -720,10 +724,15 @@ BEGIN
         FROM (
             SELECT DISTINCT ON (f.entity_id) f.entity_id, e.canonical_name, f.mention, f.sim
             FROM pg_catalog.unnest(probes[1:2]) AS c (candidate)
+            CROSS JOIN LATERAL (SELECT pg_catalog.left(c.candidate, 1) || '%' AS first_letter) AS l
             CROSS JOIN LATERAL (
                 SELECT n.entity_id, c.candidate AS mention, public.similarity(n.normalized_name, c.candidate) AS sim
                 FROM dm_private.entity_names AS n
                 WHERE n.team_id = match_team_id
+                  -- Same first letter: a cheap test that runs before the costly
+                  -- similarity when the planner reads a small team's names
+                  -- (equal-cost quals keep their written order).
+                  AND n.normalized_name LIKE l.first_letter
                   AND n.normalized_name OPERATOR(public.%) c.candidate
                 ORDER BY public.similarity(n.normalized_name, c.candidate) DESC, n.entity_id
                 LIMIT 3
@@ -736,7 +745,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION dm_private.match_entity_trigrams(uuid, text [], uuid []) IS
-'Entities of the authenticated team whose name or alias has pg_trgm similarity >= 0.45 with one of (at most 2) probe strings, except exclude_ids: [{"entity_id", "name", "mention", "match": "trigram", "similarity"}], most similar first. Definer (densemem_searcher) with an explicit, checked team predicate.';
+'Entities of the authenticated team whose name or alias starts with the same letter as, and has pg_trgm similarity >= 0.45 with, one of (at most 2) probe strings, except exclude_ids: [{"entity_id", "name", "mention", "match": "trigram", "similarity"}], most similar first. Definer (densemem_searcher) with an explicit, checked team predicate.';
 ALTER FUNCTION dm_private.match_entity_trigrams(uuid, text [], uuid []) OWNER TO densemem_searcher;
 
 -- Entity mentions: query n-grams against this team's entity names and
