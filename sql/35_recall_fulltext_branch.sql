@@ -61,9 +61,6 @@ LANGUAGE plpgsql
 STABLE
 SECURITY DEFINER
 SET search_path = ''
--- Generic plans estimate a team as ndistinct-average and pick the wrong index;
--- a custom plan per call sees the team's real size.
-SET plan_cache_mode = force_custom_plan
 AS $$
 DECLARE
     team constant uuid := dm_private.require_team(recall_fulltext_candidates.team_id);
@@ -190,9 +187,6 @@ LANGUAGE plpgsql
 STABLE
 SECURITY DEFINER
 SET search_path = ''
--- Generic plans estimate a team as ndistinct-average and pick the wrong index;
--- a custom plan per call sees the team's real size.
-SET plan_cache_mode = force_custom_plan
 AS $$
 DECLARE
     team constant uuid := dm_private.require_team(recall_exact_candidates.team_id);

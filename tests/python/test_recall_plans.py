@@ -52,7 +52,16 @@ def plans_of_recall(conn: Conn, team: uuid.UUID, query: str) -> list[str]:
     """The plans of every statement recall_memory runs, captured with auto_explain, as densemem_app."""
     messages: list[str] = []
     conn.add_notice_handler(lambda d: messages.append(d.message_primary or ""))
+    vector = json.dumps(unit((1, 1.0), (2, 0.5)))
     with conn.transaction():
+        # six calls first: from the sixth, plpgsql may switch to generic plans, which must be right too
+        conn.execute(
+            "SELECT set_config('role', 'densemem_app', true), set_config('densemem.team_id', %s, true)",
+            (str(team),),
+        )
+        for _ in range(6):
+            conn.execute("SELECT dm.recall_memory(%s, %s, %s::vector)", (query, team, vector))
+        conn.execute("RESET ROLE")
         conn.execute("LOAD 'auto_explain'")
         conn.execute("SET LOCAL auto_explain.log_min_duration = 0")
         conn.execute("SET LOCAL auto_explain.log_nested_statements = on")
