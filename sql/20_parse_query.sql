@@ -831,22 +831,24 @@ SET search_path = ''
 AS $$
 BEGIN
     RETURN (
+        WITH grams AS (
+            SELECT g.phrase, g.ord FROM pg_catalog.unnest(ngrams) WITH ORDINALITY AS g (phrase, ord)
+        )
         SELECT COALESCE(pg_catalog.jsonb_agg(p.predicate ORDER BY p.first_at, p.predicate), '[]'::jsonb)
         FROM (
-            SELECT m.predicate, pg_catalog.min(pg_catalog.array_position(ngrams, m.phrase)) AS first_at
+            SELECT m.predicate, pg_catalog.min(m.ord) AS first_at
             FROM (
-                SELECT s.phrase, s.predicate
-                FROM dm_private.predicate_synonyms AS s
-                WHERE s.team_id = hint_team_id
-                  AND s.phrase = ANY (ngrams)
-                  AND s.enabled
+                SELECT s.predicate, g.ord
+                FROM grams AS g
+                JOIN dm_private.predicate_synonyms AS s
+                    ON s.team_id = hint_team_id AND s.phrase = g.phrase AND s.enabled
                 UNION ALL
-                SELECT d.phrase, d.predicate
-                FROM dm_private.predicate_synonym_defaults AS d
-                WHERE d.phrase = ANY (ngrams)
-                  AND NOT EXISTS (
-                      SELECT 1 FROM dm_private.predicate_synonyms AS o
-                      WHERE o.team_id = hint_team_id AND o.phrase = d.phrase)
+                SELECT d.predicate, g.ord
+                FROM grams AS g
+                JOIN dm_private.predicate_synonym_defaults AS d ON d.phrase = g.phrase
+                WHERE NOT EXISTS (
+                    SELECT 1 FROM dm_private.predicate_synonyms AS o
+                    WHERE o.team_id = hint_team_id AND o.phrase = d.phrase)
             ) AS m
             GROUP BY m.predicate
             ORDER BY first_at, m.predicate
