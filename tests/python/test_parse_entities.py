@@ -165,3 +165,32 @@ def test_parse_query_output_shape(world: World) -> None:
     assert parsed["time"]["expressions"] == ["last week"]
     assert set(parsed["time"]["window"]) == {"from", "to"}
     assert {"entity_id", "name", "mention", "match", "similarity"} <= set(parsed["entities"][0])
+
+
+def test_an_analyst_parses_only_for_a_granted_team(world: World) -> None:
+    """The definer lookups re-check an analyst's team grant (dm_private.require_team as densemem_searcher)."""
+    role = "parse_entities_analyst"
+    world.admin.execute(
+        "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'parse_entities_analyst') THEN "
+        "CREATE ROLE parse_entities_analyst LOGIN IN ROLE densemem_analyst; END IF; END $$"
+    )
+    world.admin.execute("SELECT dm.grant_team_to_role(%s, %s)", (world.a.team_id, role))
+    with psycopg.connect(world.url) as conn:
+        entities(conn, world.a, [{"name": "Orla Venn"}])
+    conninfo = psycopg.conninfo.conninfo_to_dict(world.url)
+    conninfo["user"] = role
+    conninfo.pop("password", None)
+    with psycopg.connect(
+        psycopg.conninfo.make_conninfo(**{k: str(v) for k, v in conninfo.items()})
+    ) as analyst:
+        with analyst.transaction():
+            analyst.execute("SELECT set_config('densemem.team_id', %s, true)", (str(world.a.team_id),))
+            row = analyst.execute(
+                "SELECT dm.parse_query('Who works with Orla Venn?', %s)", (world.a.team_id,)
+            ).fetchone()
+            assert row is not None
+            assert [e["name"] for e in row[0]["entities"]] == ["Orla Venn"]
+            assert row[0]["predicates"] == []
+        with pytest.raises(psycopg.errors.InsufficientPrivilege), analyst.transaction():
+            analyst.execute("SELECT set_config('densemem.team_id', %s, true)", (str(world.b.team_id),))
+            analyst.execute("SELECT dm.parse_query('Who is Orla Venn?', %s)", (world.b.team_id,))
