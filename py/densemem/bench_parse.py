@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import statistics
 import sys
@@ -86,8 +87,20 @@ def percentile(values: list[float], fraction: float) -> float:
     return ordered[rank - 1]
 
 
-def run(url: str, questions: list[str], names: list[str], passes: int) -> list[float]:
-    """Per-call timings in milliseconds (the warm-up pass excluded)."""
+def backend_cpu_seconds(pid: int) -> float | None:
+    """User + system CPU time of a local server process (Linux /proc), or None."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def run(url: str, questions: list[str], names: list[str], passes: int) -> tuple[list[float], float | None]:
+    """Per-call timings in milliseconds (the warm-up pass excluded), and the
+    backend's mean CPU milliseconds per call over all passes when the server
+    runs on this machine (wall-clock timings include time the backend waited
+    for a CPU; CPU time does not)."""
     team = uuid.uuid4()
     profile = uuid.uuid4()
     with psycopg.connect(url) as conn:
@@ -117,15 +130,22 @@ def run(url: str, questions: list[str], names: list[str], passes: int) -> list[f
             conn.execute("SELECT gin_clean_pending_list('dm_private.entity_names_trgm_idx'::regclass)")
             conn.execute("ANALYZE dm_private.entity_names, dm_private.entities")
             conn.execute("SELECT set_config('role', 'densemem_app', true)")
+            pid_row = conn.execute("SELECT pg_backend_pid()").fetchone()
+            pid = int(pid_row[0]) if pid_row else 0
+            cpu_before = backend_cpu_seconds(pid)
             row = conn.execute(
                 "SELECT pg_temp.time_parse_query(%s, %s, '2023-08-01T12:00:00Z', %s)",
                 (questions, team, passes + 1),
             ).fetchone()
+            cpu_after = backend_cpu_seconds(pid)
         finally:
             conn.rollback()
     assert row is not None
     timings: list[float] = list(row[0])
-    return timings
+    cpu_ms = None
+    if cpu_before is not None and cpu_after is not None:
+        cpu_ms = (cpu_after - cpu_before) * 1000.0 / (len(questions) * (passes + 1))
+    return timings, cpu_ms
 
 
 def _summary(values: list[float]) -> str:
@@ -142,7 +162,7 @@ def _bench_parse(args: argparse.Namespace, settings: Settings) -> int:
         return 1
     questions, names = load_locomo(path)
     url = db.database_url(settings)
-    timings = run(url, questions, names, args.passes)
+    timings, cpu_ms = run(url, questions, names, args.passes)
     print(
         f"dm.parse_query on {len(questions)} LoCoMo questions x {args.passes} passes "
         f"({len(names)} entities in the team), timed in-database (PL/pgSQL loop, clock_timestamp):"
@@ -156,6 +176,11 @@ def _bench_parse(args: argparse.Namespace, settings: Settings) -> int:
         best = [min(timings[i :: len(questions)]) for i in range(len(questions))]
         print(f"  fastest of {args.passes} passes per question:")
         print(f"    {_summary(best)}")
+    if cpu_ms is not None:
+        print(f"  backend CPU time per call (all passes, /proc): mean {cpu_ms:.3f} ms")
+    print(
+        f"  load average when done: {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs"
+    )
     return 0
 
 
