@@ -230,7 +230,9 @@ ALTER FUNCTION dm_private.discovery_entity_seeds(uuid, text, public.vector, inte
 -- edges of each frontier entity: LATERAL (... LIMIT fan_out) per entity and
 -- direction, predicate-hinted edges first; CYCLE on the entity; depth <= 2;
 -- the outer LIMIT caps total edges (the CTE is evaluated only as far as
--- rows are fetched); a clock check stops expansion at the deadline. Only
+-- rows are fetched); a clock check stops expansion beyond the seeds' own
+-- edges at the deadline (the seeds' edges are bounded by seeds x fan-out, so
+-- a session's first call, which pays for planning, still finds them). Only
 -- eligible relationships are walked (the team's inactive profiles are read
 -- once); excluded (already known) relationships are neither returned nor
 -- walked through. Each edge comes with the columns paths need, so that no
@@ -363,7 +365,7 @@ BEGIN
         ) AS x
         WHERE w.depth < LEAST(GREATEST(max_depth, 0), 2)
           AND w.to_entity_id IS NOT NULL
-          AND (deadline IS NULL OR pg_catalog.clock_timestamp() < deadline)
+          AND (w.depth = 0 OR deadline IS NULL OR pg_catalog.clock_timestamp() < deadline)
     ) CYCLE to_entity_id SET is_cycle USING visited
     SELECT walk.depth, walk.relationship_id, walk.from_entity_id, walk.to_entity_id,
            walk.parent_relationship_id, walk.root_entity_id, walk.outgoing, walk.subject_entity_id, walk.predicate,

@@ -51,15 +51,20 @@ $$;
 COMMENT ON FUNCTION dm_private.discovery_setting(jsonb, text, integer, integer, integer) IS
 'A discovery setting of the ranking profile, clamped to [low, high]; fallback when absent or not a number.';
 
--- Discovery for one recall. See the header of this file.
-CREATE OR REPLACE FUNCTION dm_private.discovery_for_recall(
+-- An earlier draft had the embedding as a defaulted seventh argument of
+-- discovery_for_recall itself; it would make a six-argument call ambiguous.
+DROP FUNCTION IF EXISTS dm_private.discovery_for_recall(uuid, text, jsonb, uuid [], jsonb, jsonb, public.vector);
+
+-- Discovery for one recall, with the query embedding (NULL when there is
+-- none) for entity / relationship document seeds. See the header of this file.
+CREATE OR REPLACE FUNCTION dm_private.discovery_for_recall_embedded(
     team_id uuid,
     query text,
     parsed jsonb,
     result_evidence_ids uuid [],
     request jsonb,
     settings jsonb,
-    query_embedding public.vector DEFAULT NULL
+    query_embedding public.vector
 )
 RETURNS jsonb
 LANGUAGE plpgsql
@@ -68,7 +73,7 @@ SET search_path = ''
 SET plan_cache_mode = 'force_generic_plan'
 AS $$
 DECLARE
-    team constant uuid := dm_private.require_team(discovery_for_recall.team_id);
+    team constant uuid := dm_private.require_team(discovery_for_recall_embedded.team_id);
     started constant timestamptz := pg_catalog.clock_timestamp();
     req constant jsonb := COALESCE(request, '{}'::jsonb);
     prs constant jsonb := COALESCE(parsed, '{}'::jsonb);
@@ -221,7 +226,7 @@ BEGIN
             LIMIT 20);
     END IF;
 
-    IF pg_catalog.cardinality(seed_ids) > 0 AND max_paths > 0 AND pg_catalog.clock_timestamp() < deadline THEN
+    IF pg_catalog.cardinality(seed_ids) > 0 AND max_paths > 0 THEN
         -- Phase 1 (cheap, all walked edges): candidate paths scored by seed
         -- strength and predicate relevance, from the walk's own columns.
         -- Phase 2 (a pool of 2 x max_paths candidates): supporting evidence,
@@ -476,10 +481,8 @@ BEGIN
             -- Greedy selection: skip a path whose every edge is already shown,
             -- stop at max_paths, the byte budget or the deadline.
             EXIT WHEN pg_catalog.jsonb_array_length(chosen) >= max_paths;
-            IF pg_catalog.clock_timestamp() >= deadline THEN
-                degraded := degraded || 'discovery_time_budget'::text;
-                EXIT;
-            END IF;
+            -- Past the deadline, keep what is chosen (at least the best path).
+            EXIT WHEN pg_catalog.jsonb_array_length(chosen) > 0 AND pg_catalog.clock_timestamp() >= deadline;
             CONTINUE WHEN candidate.relationship_ids OPERATOR(pg_catalog.<@) chosen_relationships;
             path_bytes := pg_catalog.octet_length(candidate.path::text) + 2;
             CONTINUE WHEN used_bytes + path_bytes > max_path_bytes;
@@ -488,7 +491,8 @@ BEGIN
             chosen_relationships := chosen_relationships || candidate.relationship_ids;
             path_entities := path_entities || pg_catalog.array_remove(candidate.entity_ids, NULL);
         END LOOP;
-    ELSIF pg_catalog.cardinality(seed_ids) > 0 AND max_paths > 0 THEN
+    END IF;
+    IF pg_catalog.cardinality(seed_ids) > 0 AND max_paths > 0 AND pg_catalog.clock_timestamp() >= deadline THEN
         degraded := degraded || 'discovery_time_budget'::text;
     END IF;
 
@@ -531,15 +535,42 @@ BEGIN
     RETURN answer || pg_catalog.jsonb_build_object('degraded', pg_catalog.to_jsonb(degraded));
 END
 $$;
-COMMENT ON FUNCTION dm_private.discovery_for_recall(uuid, text, jsonb, uuid [], jsonb, jsonb, public.vector) IS
+-- The agreed signature (DEVELOPERS.md), called by dm.recall_memory after the
+-- top K is chosen: discovery without a query embedding.
+CREATE OR REPLACE FUNCTION dm_private.discovery_for_recall(
+    team_id uuid,
+    query text,
+    parsed jsonb,
+    result_evidence_ids uuid [],
+    request jsonb,
+    settings jsonb
+)
+RETURNS jsonb
+LANGUAGE plpgsql
+VOLATILE
+SET search_path = ''
+AS $$
+BEGIN
+    RETURN dm_private.discovery_for_recall_embedded(
+        discovery_for_recall.team_id, query, parsed, result_evidence_ids, request, settings, NULL);
+END
+$$;
+COMMENT ON FUNCTION dm_private.discovery_for_recall(uuid, text, jsonb, uuid [], jsonb, jsonb) IS
+'Discovery for one recall (the agreed six-argument signature; see discovery_for_recall_embedded, which also takes the query embedding).';
+
+COMMENT ON FUNCTION dm_private.discovery_for_recall_embedded(uuid, text, jsonb, uuid [], jsonb, jsonb, public.vector) IS
 'Discovery for one recall, after the evidence top K is chosen: {"discovery_paths": [{"relationships": [edge, edge?], "evidence_ids": [...]}], "related_hypotheses"?: [...], "communities"?: [...], "degraded": [...]}. Eligible relationships only, bounded by the profile''s discovery budgets; never evidence text; known relationship IDs never appear.';
 
 REVOKE ALL ON FUNCTION dm_private.discovery_uuid_list(jsonb, text, integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm_private.discovery_setting(jsonb, text, integer, integer, integer) FROM PUBLIC;
-REVOKE ALL ON FUNCTION dm_private.discovery_for_recall(uuid, text, jsonb, uuid [], jsonb, jsonb, public.vector) FROM PUBLIC;
+REVOKE ALL ON FUNCTION dm_private.discovery_for_recall_embedded(uuid, text, jsonb, uuid [], jsonb, jsonb, public.vector)
+FROM PUBLIC;
+REVOKE ALL ON FUNCTION dm_private.discovery_for_recall(uuid, text, jsonb, uuid [], jsonb, jsonb) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION dm_private.discovery_uuid_list(jsonb, text, integer) TO
 densemem_app, densemem_analyst, densemem_operator;
 GRANT EXECUTE ON FUNCTION dm_private.discovery_setting(jsonb, text, integer, integer, integer) TO
 densemem_app, densemem_analyst, densemem_operator;
-GRANT EXECUTE ON FUNCTION dm_private.discovery_for_recall(uuid, text, jsonb, uuid [], jsonb, jsonb, public.vector) TO
+GRANT EXECUTE ON FUNCTION dm_private.discovery_for_recall_embedded(uuid, text, jsonb, uuid [], jsonb, jsonb, public.vector)
+TO densemem_app, densemem_analyst, densemem_operator;
+GRANT EXECUTE ON FUNCTION dm_private.discovery_for_recall(uuid, text, jsonb, uuid [], jsonb, jsonb) TO
 densemem_app, densemem_analyst, densemem_operator;

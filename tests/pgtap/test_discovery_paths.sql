@@ -136,7 +136,7 @@ CREATE FUNCTION pg_temp.edge(answer jsonb, rel uuid) RETURNS jsonb LANGUAGE sql 
 $$;
 
 SELECT has_function('dm_private', 'discovery_for_recall',
-    ARRAY['uuid', 'text', 'jsonb', 'uuid[]', 'jsonb', 'jsonb', 'vector'], 'discovery_for_recall exists');
+    ARRAY['uuid', 'text', 'jsonb', 'uuid[]', 'jsonb', 'jsonb'], 'discovery_for_recall has the agreed signature');
 SELECT has_function('dm_private', 'entity_proximity', ARRAY['uuid', 'uuid[]', 'uuid[]', 'integer'],
     'entity_proximity exists');
 
