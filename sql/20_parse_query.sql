@@ -21,9 +21,10 @@
 --
 -- Speed (the parse runs once per recall; target p95 <= 0.3 ms): everything is
 -- PL/pgSQL with simple expressions. Regular expressions run only behind cheap
--- guards (strpos, translate, array overlap), matches are walked with
--- regexp_instr (one scan) then regexp_substr at the match, not set-returning queries, and the only
--- SQL statements are the two team lookups.
+-- guards (strpos, translate, array overlap); anchor matches are walked with
+-- regexp_instr (one scan) then regexp_substr at the match, not set-returning
+-- queries; time is read by walking tokens; the only SQL statements are the
+-- team lookups.
 
 -- The capped, space-normalized text every parser reads: the first 2,000
 -- characters, with tabs, line breaks and exotic spaces (no-break, thin,
@@ -169,7 +170,7 @@ COMMENT ON FUNCTION dm_private.parse_anchors(text) IS
 'Hard anchors of a prepared query text: [{"kind": "path|scoped_name|uuid|server_id|semver|issue_key|hash", "value", "required": true}] in grammar order then text order, at most 32, plus the text with accepted anchors and e-mail addresses masked. Grammars: docs/QUERY_GRAMMAR.md.';
 
 -- Time: a window, an intent and the temporal-question flag, relative to the
--- injected clock, in UTC. Calendar periods are half-open [from, to); several
+-- injected clock, in UTC, read by walking the query's tokens. Calendar periods are half-open [from, to); several
 -- window expressions intersect (an empty intersection keeps the first);
 -- since / after / before / until / by open one side. Every form is in
 -- docs/QUERY_GRAMMAR.md.
