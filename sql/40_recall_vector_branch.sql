@@ -167,6 +167,16 @@ DECLARE
     statement text;
     q public.halfvec;
     hits dm_private.recall_branch_hit [];
+    attempt integer;
+    prefix bigint;
+    valid_at timestamptz;
+    known_at timestamptz;
+    created_after timestamptz;
+    created_before timestamptz;
+    has_window boolean;
+    window_from timestamptz;
+    window_to timestamptz;
+    scopes text [];
     source_groups text [] := ARRAY(SELECT pg_catalog.jsonb_array_elements_text(req -> 'source_groups'));
     memory_types text [] := ARRAY(SELECT pg_catalog.jsonb_array_elements_text(req -> 'memory_types'));
     known_ids uuid [] := ARRAY(SELECT pg_catalog.jsonb_array_elements_text(req -> 'known_evidence_ids')::uuid);
@@ -203,27 +213,68 @@ BEGIN
     -- has its own index the walk is the intended path (restored on exit by
     -- the SET clause above).
     PERFORM pg_catalog.set_config('enable_sort', CASE WHEN path = 'hnsw_partial' THEN 'off' ELSE 'on' END, true);
-    statement := dm_private.recall_vector_sql(team, chosen.contract_id, chosen.dimensions, path);
     q := query_embedding::public.halfvec;
-    EXECUTE 'SELECT pg_catalog.array_agg(ROW(h.branch, h.document_id, h.evidence_id, h.branch_rank, h.branch_score)'
-            '::dm_private.recall_branch_hit ORDER BY h.branch_rank) FROM (' || statement || ') AS h'
-        INTO hits
-        USING q, cap, (req ->> 'valid_at')::timestamptz, (req ->> 'known_at')::timestamptz,
-              dm_private.authenticated_scopes(), source_groups, memory_types,
-              (req ->> 'created_after')::timestamptz, (req ->> 'created_before')::timestamptz,
-              COALESCE((req ->> 'has_window')::boolean, false),
-              (req ->> 'window_from')::timestamptz, (req ->> 'window_to')::timestamptz,
-              known_ids, disabled, cap * 4;
-    IF path = 'exact' AND COALESCE(pg_catalog.cardinality(hits), 0) < cap THEN
+    valid_at := (req ->> 'valid_at')::timestamptz;
+    known_at := (req ->> 'known_at')::timestamptz;
+    created_after := (req ->> 'created_after')::timestamptz;
+    created_before := (req ->> 'created_before')::timestamptz;
+    has_window := COALESCE((req ->> 'has_window')::boolean, false);
+    window_from := (req ->> 'window_from')::timestamptz;
+    window_to := (req ->> 'window_to')::timestamptz;
+    scopes := dm_private.authenticated_scopes();
+    IF path = 'exact' THEN
+        -- Static SQL (a cached plan; no literal is needed since no partial
+        -- index is involved): the same statement recall_vector_sql shows.
+        -- First the nearest 4 x cap by distance alone, then, if eligibility
+        -- left fewer than cap, every vector of the team.
+        FOR attempt IN 1..2 LOOP
+            prefix := CASE WHEN attempt = 1 THEN cap * 4 END;
+            hits := ARRAY(
+                WITH nearest AS MATERIALIZED (
+                    SELECT e.document_id, e.document_version, e.source_version,
+                           e.embedding OPERATOR(public.<=>) q AS distance
+                    FROM dm_private.document_embeddings AS e
+                    WHERE e.team_id = team AND e.contract_id = chosen.contract_id
+                    ORDER BY distance
+                    LIMIT prefix),
+                scored AS (
+                    SELECT d.document_id, d.subject_id, n.distance
+                    FROM nearest AS n
+                    JOIN dm_private.search_documents AS d ON d.team_id = team AND d.document_id = n.document_id
+                    WHERE d.document_version = n.document_version
+                      AND d.source_version = n.source_version
+                      AND d.subject_kind = 'evidence'
+                      AND d.is_recallable
+                      AND d.owner_profile_id <> ALL (disabled)
+                      AND (d.valid_from IS NULL OR d.valid_from <= valid_at)
+                      AND (d.valid_to IS NULL OR d.valid_to > valid_at)
+                      AND (d.known_from IS NULL OR d.known_from <= known_at)
+                      AND (d.known_to IS NULL OR d.known_to > known_at)
+                      AND d.policy_labels <@ scopes
+                      AND (source_groups IS NULL OR d.source_group = ANY (source_groups))
+                      AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
+                      AND (created_after IS NULL OR d.source_created_at >= created_after)
+                      AND (created_before IS NULL OR d.source_created_at < created_before)
+                      AND (NOT has_window OR (d.source_created_at IS NOT NULL
+                                              AND (window_from IS NULL OR d.source_created_at >= window_from)
+                                              AND (window_to IS NULL OR d.source_created_at <= window_to)))
+                      AND d.subject_id <> ALL (known_ids)
+                    ORDER BY n.distance, d.subject_id
+                    LIMIT cap)
+                SELECT ROW('vector', s.document_id, s.subject_id,
+                           (pg_catalog.row_number() OVER (ORDER BY s.distance, s.subject_id))::integer,
+                           s.distance::double precision)::dm_private.recall_branch_hit
+                FROM scored AS s
+                ORDER BY s.distance, s.subject_id);
+            EXIT WHEN pg_catalog.cardinality(hits) >= cap;
+        END LOOP;
+    ELSE
+        statement := dm_private.recall_vector_sql(team, chosen.contract_id, chosen.dimensions, path);
         EXECUTE 'SELECT pg_catalog.array_agg(ROW(h.branch, h.document_id, h.evidence_id, h.branch_rank, h.branch_score)'
-            '::dm_private.recall_branch_hit ORDER BY h.branch_rank) FROM (' || statement || ') AS h'
+                '::dm_private.recall_branch_hit ORDER BY h.branch_rank) FROM (' || statement || ') AS h'
             INTO hits
-            USING q, cap, (req ->> 'valid_at')::timestamptz, (req ->> 'known_at')::timestamptz,
-                  dm_private.authenticated_scopes(), source_groups, memory_types,
-                  (req ->> 'created_after')::timestamptz, (req ->> 'created_before')::timestamptz,
-                  COALESCE((req ->> 'has_window')::boolean, false),
-                  (req ->> 'window_from')::timestamptz, (req ->> 'window_to')::timestamptz,
-                  known_ids, disabled, NULL::bigint;
+            USING q, cap, valid_at, known_at, scopes, source_groups, memory_types, created_after, created_before,
+                  has_window, window_from, window_to, known_ids, disabled, NULL::bigint;
     END IF;
     RETURN QUERY SELECT h.* FROM pg_catalog.unnest(COALESCE(hits, '{}')) AS h;
 END

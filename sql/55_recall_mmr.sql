@@ -88,6 +88,9 @@ DECLARE
     pool dm_private.recall_scored [];
     n integer;
     sim double precision [];
+    scores double precision [];
+    keys bigint [];
+    ids uuid [];
     best_score double precision;
     alive boolean [];
     picked boolean [];
@@ -102,14 +105,21 @@ DECLARE
     best_value double precision;
     candidate_value double precision;
 BEGIN
-    pool := scored[1:pool_size];
+    -- candidates beyond twice the picks (at least picks + 10) never win an
+    -- MMR step against the top of the list: they are not worth comparing
+    pool := scored[1:LEAST(pool_size, GREATEST(2 * want, want + 10))];
     n := COALESCE(pg_catalog.cardinality(pool), 0);
     IF n = 0 THEN
         RETURN;
     END IF;
     sim := dm_private.recall_similarity_matrix(
         recall_mmr.team_id, ARRAY(SELECT p.document_id FROM pg_catalog.unnest(pool) AS p));
-    best_score := GREATEST(pool[1].score, 1e-9);
+    -- Fixed-width copies: an element of a composite array is found by
+    -- walking the array, a double or bigint element by its offset.
+    scores := ARRAY(SELECT p.score FROM pg_catalog.unnest(pool) AS p);
+    keys := ARRAY(SELECT pg_catalog.hashtextextended(p.body_key, 0) FROM pg_catalog.unnest(pool) AS p);
+    ids := ARRAY(SELECT p.evidence_id FROM pg_catalog.unnest(pool) AS p);
+    best_score := GREATEST(scores[1], 1e-9);
     alive := pg_catalog.array_fill(true, ARRAY[n]);
     picked := pg_catalog.array_fill(false, ARRAY[n]);
     collapsed := pg_catalog.array_fill(NULL::uuid, ARRAY[n]);
@@ -120,9 +130,9 @@ BEGIN
     -- collapse exact and near duplicates into the better-scored candidate
     FOR i IN 2..n LOOP
         FOR j IN 1..i - 1 LOOP
-            IF alive[j] AND (pool[i].body_key = pool[j].body_key OR sim[(i - 1) * n + j] >= duplicate_at) THEN
+            IF alive[j] AND (keys[i] = keys[j] OR sim[(i - 1) * n + j] >= duplicate_at) THEN
                 alive[i] := false;
-                collapsed[i] := pool[j].evidence_id;
+                collapsed[i] := ids[j];
                 EXIT;
             END IF;
         END LOOP;
@@ -133,7 +143,7 @@ BEGIN
         best := NULL;
         FOR i IN 1..n LOOP
             CONTINUE WHEN NOT alive[i] OR picked[i];
-            candidate_value := lambda * pool[i].score / best_score - (1 - lambda) * max_sim[i];
+            candidate_value := lambda * scores[i] / best_score - (1 - lambda) * max_sim[i];
             IF best IS NULL OR candidate_value > best_value THEN
                 best := i;
                 best_value := candidate_value;

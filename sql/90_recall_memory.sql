@@ -239,7 +239,7 @@ BEGIN
     SELECT pg_catalog.array_agg(m.evidence_id ORDER BY m.mmr_rank) FILTER (WHERE m.mmr_rank IS NOT NULL),
            CASE WHEN with_explain THEN pg_catalog.jsonb_agg(pg_catalog.to_jsonb(m) ORDER BY m.mmr_rank NULLS LAST) END
     INTO ordered_ids, mmr_rows
-    FROM dm_private.recall_mmr(team, scored, settings, want + 10) AS m;
+    FROM dm_private.recall_mmr(team, scored, settings, want) AS m;
     ordered_ids := COALESCE(ordered_ids, '{}');
     timings := timings || pg_catalog.jsonb_build_object('mmr_ms', EXTRACT(EPOCH FROM pg_catalog.clock_timestamp() - mark) * 1000);
     mark := pg_catalog.clock_timestamp();

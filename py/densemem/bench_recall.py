@@ -106,7 +106,7 @@ BEGIN
         scored := ARRAY(SELECT s FROM dm_private.recall_rerank(teams[i], queries[i], fused, req,
             settings, '{}') AS s);
         SELECT pg_catalog.count(*) INTO picked FROM dm_private.recall_mmr(teams[i], scored, settings,
-            20) AS m;
+            10) AS m;
         IF i > warmup THEN
             call_index := i - warmup;
             elapsed_ms := EXTRACT(epoch FROM pg_catalog.clock_timestamp() - started) * 1000;
