@@ -177,6 +177,8 @@ BEGIN
             UNION ALL
             SELECT s.entity_id, s.score
             FROM dm_private.discovery_entity_seeds(team, query, query_embedding, seed_count) AS s
+            -- The parser already matched the query's names: no second name search.
+            WHERE pg_catalog.cardinality(parsed_entity_ids) = 0
             UNION ALL
             SELECT l.entity_id, 1.0
             FROM (

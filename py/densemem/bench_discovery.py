@@ -161,20 +161,22 @@ FROM dm_private.entities AS e WHERE e.team_id = %(other)s;
 
 MEASURE_FUNCTION = """
 CREATE OR REPLACE FUNCTION pg_temp.bench_discovery(
-    team uuid, queries text [], evidence_sets jsonb, settings jsonb, warmup integer)
+    team uuid, queries text [], evidence_sets jsonb, parsed_sets jsonb, settings jsonb, warmup integer)
 RETURNS TABLE (call_index integer, elapsed_ms double precision, path_count integer, edge_count integer)
 LANGUAGE plpgsql AS $f$
 DECLARE
     i integer;
     started timestamptz;
     answer jsonb;
+    parsed jsonb;
     evidence uuid [];
 BEGIN
     FOR i IN 1 .. pg_catalog.array_length(queries, 1) LOOP
+        parsed := parsed_sets -> (i - 1);
         evidence := ARRAY(SELECT x::uuid
                           FROM pg_catalog.jsonb_array_elements_text(evidence_sets -> (i - 1)) AS x);
         started := pg_catalog.clock_timestamp();
-        answer := dm_private.discovery_for_recall(team, queries[i], '{}'::jsonb, evidence, '{}'::jsonb,
+        answer := dm_private.discovery_for_recall(team, queries[i], parsed, evidence, '{}'::jsonb,
             settings);
         IF i > warmup THEN
             call_index := i - warmup;
@@ -313,6 +315,28 @@ def workload(
     return queries, sets
 
 
+def parse_queries(conn: psycopg.Connection[Any], team: Any, queries: list[str]) -> list[Any]:
+    """dm.parse_query of each query, as recall hands it to discovery ({} when the parser is absent).
+
+    Parsing is recall's cost, not discovery's, so it runs before any clock starts.
+    """
+    row = conn.execute(
+        "SELECT to_regprocedure('dm.parse_query(text,uuid,timestamptz)') IS NOT NULL"
+    ).fetchone()
+    if row is None or not row[0]:
+        return [{} for _ in queries]
+    parsed: list[Any] = []
+    with conn.transaction():
+        conn.execute(
+            "SELECT set_config('role', 'densemem_app', true), set_config('densemem.team_id', %s, true)",
+            (str(team),),
+        )
+        for query in queries:
+            got = conn.execute("SELECT dm.parse_query(%s, %s)", (query, team)).fetchone()
+            parsed.append(got[0] if got is not None else {})
+    return parsed
+
+
 def measure(url: str, calls: int, seed: int, warmup: int = 30) -> BenchFigures:
     with psycopg.connect(url, autocommit=True) as conn:
         team, _other = team_ids(conn)
@@ -331,6 +355,7 @@ def measure(url: str, calls: int, seed: int, warmup: int = 30) -> BenchFigures:
         ).fetchone()
         assert hub is not None and rels is not None
         queries, sets = workload(conn, team, calls + warmup, seed)
+        parsed = parse_queries(conn, team, queries)
         pid_row = conn.execute("SELECT pg_backend_pid()").fetchone()
         assert pid_row is not None
         pid = int(pid_row[0])
@@ -343,8 +368,8 @@ def measure(url: str, calls: int, seed: int, warmup: int = 30) -> BenchFigures:
             cpu_before = backend_cpu_seconds(pid)
             rows = conn.execute(
                 "SELECT elapsed_ms, path_count "
-                "FROM pg_temp.bench_discovery(%s, %s, %s::jsonb, %s::jsonb, %s)",
-                (team, queries, json.dumps(sets), json.dumps(settings), warmup),
+                "FROM pg_temp.bench_discovery(%s, %s, %s::jsonb, %s::jsonb, %s::jsonb, %s)",
+                (team, queries, json.dumps(sets), json.dumps(parsed), json.dumps(settings), warmup),
             ).fetchall()
             cpu_after = backend_cpu_seconds(pid)
         elapsed = [float(r[0]) for r in rows]
@@ -364,8 +389,8 @@ def measure(url: str, calls: int, seed: int, warmup: int = 30) -> BenchFigures:
                 started = time.perf_counter()
                 conn.execute(
                     "SELECT dm_private.discovery_for_recall("
-                    "%s, %s, '{}'::jsonb, %s::uuid[], '{}'::jsonb, %s::jsonb)",
-                    (team, query, evidence, json.dumps(settings)),
+                    "%s, %s, %s::jsonb, %s::uuid[], '{}'::jsonb, %s::jsonb)",
+                    (team, query, json.dumps(parsed[i]), evidence, json.dumps(settings)),
                     prepare=True,
                 ).fetchone()
                 if i >= warmup:
