@@ -51,7 +51,9 @@ def revoke_key(conn: psycopg.Connection[Any], api_key: str) -> bool:
 
 def team_id_by_name(conn: psycopg.Connection[Any], team: str) -> uuid.UUID | None:
     """The team of this name (administrator read), or None."""
-    row = conn.execute("SELECT team_id FROM dm_private.teams WHERE name = %(team)s", {"team": team}).fetchone()
+    row = conn.execute(
+        "SELECT team_id FROM dm_private.teams WHERE name = %(team)s", {"team": team}
+    ).fetchone()
     return None if row is None else uuid.UUID(str(row[0]))
 
 
