@@ -237,6 +237,9 @@ def _mcp(args: argparse.Namespace, settings: Settings) -> int:
     if not api_key:
         print("densemem mcp: set DENSEMEM_API_KEY (create one with `densemem keys create`)", file=sys.stderr)
         return 2
+    from densemem.serve_command import limit_torch_threads
+
+    limit_torch_threads()
     try:
         server = build_server(api_key, settings=settings)
     except ApiError as error:
