@@ -86,12 +86,17 @@ BEGIN
                    COALESCE(d.importance, 0.5)::double precision AS importance,
                    COALESCE(d.confidence, 1.0)::double precision AS confidence,
                    CASE WHEN needs_lower THEN pg_catalog.lower(d.body) END AS lower_body
-            FROM dm_private.search_documents AS d
-            JOIN pg_catalog.unnest(fused) AS f ON f.document_id = d.document_id
-            WHERE d.team_id = team
-              AND d.subject_kind = 'evidence'
-              AND d.subject_id = ANY (evidence_ids)
-              AND d.policy_labels <@ scopes
+            -- one unique-key lookup per candidate (a LATERAL equality on the
+            -- whole key, so no plan can range-scan the team instead)
+            FROM pg_catalog.unnest(fused) AS f
+            CROSS JOIN LATERAL (
+                SELECT x.body, x.search_vector, x.memory_type, x.source_created_at, x.sequence_number,
+                       x.importance, x.confidence, x.policy_labels
+                FROM dm_private.search_documents AS x
+                WHERE x.team_id = team AND x.subject_kind = 'evidence' AND x.subject_id = f.evidence_id
+                OFFSET 0  -- a fence: one key lookup per row, whatever the estimates
+            ) AS d
+            WHERE d.policy_labels <@ scopes
         ),
         anchored AS (
             SELECT c.*

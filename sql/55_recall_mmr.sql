@@ -25,28 +25,29 @@ DECLARE
     team constant uuid := dm_private.require_team(recall_similarity_matrix.team_id);
     n integer := COALESCE(pg_catalog.cardinality(document_ids), 0);
     matrix double precision [];
+    active_contract integer := (SELECT c.contract_id FROM dm_private.embedding_contracts AS c WHERE c.is_active);
 BEGIN
     IF n = 0 THEN
         RETURN '{}';
     END IF;
-    WITH documents AS (
-        SELECT d.document_id, d.body, d.document_version, d.source_version
-        FROM dm_private.search_documents AS d
-        WHERE d.team_id = team AND d.document_id = ANY (document_ids)
-    ),
-    vectors AS (
-        SELECT e.document_id, e.embedding
-        FROM dm_private.document_embeddings AS e
-        JOIN documents AS d ON d.document_id = e.document_id
-        WHERE e.team_id = team AND e.document_id = ANY (document_ids)
-          AND e.contract_id = (SELECT c.contract_id FROM dm_private.embedding_contracts AS c WHERE c.is_active)
-          AND e.document_version = d.document_version AND e.source_version = d.source_version
-    ),
-    pool AS (
-        SELECT p.document_id, p.ord::integer AS ord, pg_catalog.left(d.body, 500) AS head, v.embedding
+    WITH pool AS (
+        -- one primary-key lookup per document (LATERAL equality on the whole
+        -- key), its current vector of the active contract when there is one
+        SELECT p.ord::integer AS ord, pg_catalog.left(d.body, 500) AS head, v.embedding
         FROM pg_catalog.unnest(document_ids) WITH ORDINALITY AS p (document_id, ord)
-        LEFT JOIN documents AS d ON d.document_id = p.document_id
-        LEFT JOIN vectors AS v ON v.document_id = p.document_id
+        LEFT JOIN LATERAL (
+            SELECT x.body, x.document_version, x.source_version
+            FROM dm_private.search_documents AS x
+            WHERE x.team_id = team AND x.document_id = p.document_id
+            OFFSET 0  -- a fence: one key lookup per row, whatever the estimates
+        ) AS d ON true
+        LEFT JOIN LATERAL (
+            SELECT e.embedding
+            FROM dm_private.document_embeddings AS e
+            WHERE e.team_id = team AND e.document_id = p.document_id AND e.contract_id = active_contract
+              AND e.document_version = d.document_version AND e.source_version = d.source_version
+              OFFSET 0  -- a fence: one key lookup per row, whatever the estimates
+        ) AS v ON true
     ),
     pairs AS (
         SELECT a.ord AS i, b.ord AS j,

@@ -21,16 +21,18 @@ DECLARE
     known_at constant timestamptz := (req ->> 'known_at')::timestamptz;
     scopes constant text [] := dm_private.authenticated_scopes();
 BEGIN
-    -- The evidence rows first, by primary key (materialised so that no plan
-    -- can start from a source and walk the team's evidence), then their
-    -- revision, source and owner.
+    -- The evidence rows first, one primary-key lookup per id (materialised,
+    -- LATERAL on the whole key, so that no plan can start from a source and
+    -- walk the team's evidence), then their revision, source and owner.
     RETURN QUERY
         WITH chosen AS MATERIALIZED (
             SELECT e.team_id, e.evidence_id, e.text, e.source_id, e.revision_id, e.owner_profile_id
-            FROM dm_private.evidence AS e
-            WHERE e.team_id = team
-              AND e.evidence_id = ANY (ids)
-              AND e.state = 'active'
+            FROM (SELECT DISTINCT i.id FROM pg_catalog.unnest(ids) AS i (id)) AS i
+            CROSS JOIN LATERAL (
+                SELECT x.* FROM dm_private.evidence AS x WHERE x.team_id = team AND x.evidence_id = i.id
+                OFFSET 0  -- a fence: one key lookup per row, whatever the estimates
+            ) AS e
+            WHERE e.state = 'active'
               AND e.text IS NOT NULL
               AND (e.valid_from IS NULL OR e.valid_from <= valid_at)
               AND (e.valid_to IS NULL OR e.valid_to > valid_at)
