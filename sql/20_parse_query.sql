@@ -719,11 +719,13 @@ BEGIN
     PERFORM dm_private.require_team(match_team_id);
     RETURN (
         SELECT COALESCE(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
-                'entity_id', y.entity_id, 'name', y.canonical_name, 'mention', y.mention,
-                'match', 'trigram', 'similarity', pg_catalog.round(y.sim::numeric, 3))
+                'entity_id', y.entity_id,
+                'name', (SELECT e.canonical_name FROM dm_private.entities AS e
+                         WHERE e.team_id = match_team_id AND e.entity_id = y.entity_id),
+                'mention', y.mention, 'match', 'trigram', 'similarity', pg_catalog.round(y.sim::numeric, 3))
                 ORDER BY y.sim DESC, y.entity_id), '[]'::jsonb)
         FROM (
-            SELECT DISTINCT ON (f.entity_id) f.entity_id, e.canonical_name, f.mention, f.sim
+            SELECT DISTINCT ON (f.entity_id) f.entity_id, f.mention, f.sim
             FROM pg_catalog.unnest(probes[1:2]) AS c (candidate)
             CROSS JOIN LATERAL (SELECT pg_catalog.left(c.candidate, 1) || '%' AS first_letter) AS l
             CROSS JOIN LATERAL (
@@ -738,7 +740,6 @@ BEGIN
                 ORDER BY public.similarity(n.normalized_name, c.candidate) DESC, n.entity_id
                 LIMIT 3
             ) AS f
-            JOIN dm_private.entities AS e ON e.team_id = match_team_id AND e.entity_id = f.entity_id
             WHERE NOT (f.entity_id = ANY (COALESCE(exclude_ids, '{}')))
             ORDER BY f.entity_id, f.sim DESC
         ) AS y
@@ -778,21 +779,28 @@ BEGIN
     END IF;
     SELECT
         COALESCE(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
-            'entity_id', x.entity_id, 'name', x.canonical_name, 'mention', x.mention,
-            'match', x.match_kind, 'similarity', 1.0)
+            'entity_id', x.entity_id,
+            -- The canonical name by primary key, for the (at most 10) matches only.
+            'name', (SELECT e.canonical_name FROM dm_private.entities AS e
+                     WHERE e.team_id = match_team_id AND e.entity_id = x.entity_id),
+            'mention', x.mention, 'match', x.match_kind, 'similarity', 1.0)
             ORDER BY x.match_kind DESC, pg_catalog.length(x.mention) DESC, x.entity_id), '[]'::jsonb),
         pg_catalog.array_agg(x.mention),
         pg_catalog.array_agg(x.entity_id)
     INTO found, matched_names, matched_ids
     FROM (
-        SELECT DISTINCT ON (n.entity_id)
-            n.entity_id, e.canonical_name, n.normalized_name AS mention,
-            CASE WHEN n.is_canonical THEN 'exact' ELSE 'alias' END AS match_kind
-        FROM dm_private.entity_names AS n
-        JOIN dm_private.entities AS e ON e.team_id = n.team_id AND e.entity_id = n.entity_id
-        WHERE n.team_id = match_team_id
-          AND n.normalized_name = ANY (ngrams)
-        ORDER BY n.entity_id, n.is_canonical DESC, pg_catalog.length(n.normalized_name) DESC
+        -- The ten best: canonical before alias, longer mentions first.
+        SELECT d.entity_id, d.mention, d.match_kind
+        FROM (
+            SELECT DISTINCT ON (n.entity_id)
+                n.entity_id, n.normalized_name AS mention,
+                CASE WHEN n.is_canonical THEN 'exact' ELSE 'alias' END AS match_kind
+            FROM dm_private.entity_names AS n
+            WHERE n.team_id = match_team_id
+              AND n.normalized_name = ANY (ngrams)
+            ORDER BY n.entity_id, n.is_canonical DESC, pg_catalog.length(n.normalized_name) DESC
+        ) AS d
+        ORDER BY d.match_kind DESC, pg_catalog.length(d.mention) DESC, d.entity_id
         LIMIT 10
     ) AS x;
 
