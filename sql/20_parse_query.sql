@@ -792,12 +792,13 @@ BEGIN
         -- The ten best: canonical before alias, longer mentions first.
         SELECT d.entity_id, d.mention, d.match_kind
         FROM (
+            -- A join, not normalized_name = ANY (ngrams): with a parameter array
+            -- that is a linear search per row of the team.
             SELECT DISTINCT ON (n.entity_id)
                 n.entity_id, n.normalized_name AS mention,
                 CASE WHEN n.is_canonical THEN 'exact' ELSE 'alias' END AS match_kind
-            FROM dm_private.entity_names AS n
-            WHERE n.team_id = match_team_id
-              AND n.normalized_name = ANY (ngrams)
+            FROM pg_catalog.unnest(ngrams) AS g (gram)
+            JOIN dm_private.entity_names AS n ON n.team_id = match_team_id AND n.normalized_name = g.gram
             ORDER BY n.entity_id, n.is_canonical DESC, pg_catalog.length(n.normalized_name) DESC
         ) AS d
         ORDER BY d.match_kind DESC, pg_catalog.length(d.mention) DESC, d.entity_id
@@ -877,14 +878,16 @@ STABLE
 SET search_path = ''
 AS $$
 DECLARE
-    name_keys record;
+    grams text [];
+    fuzzy text [];
 BEGIN
     PERFORM dm_private.require_team(parse_query.team_id);
-    name_keys := dm_private.query_name_keys(query);
+    -- Typed variables, not a record: a record's expressions are re-planned.
+    SELECT k.ngrams, k.fuzzy INTO grams, fuzzy FROM dm_private.query_name_keys(query) AS k;
     RETURN dm_private.parse_query_text(query, COALESCE(parse_query.now, pg_catalog.now()))
         || pg_catalog.jsonb_build_object(
-            'entities', dm_private.match_query_entities(parse_query.team_id, name_keys.ngrams, name_keys.fuzzy),
-            'predicates', dm_private.predicate_hints(parse_query.team_id, name_keys.ngrams));
+            'entities', dm_private.match_query_entities(parse_query.team_id, grams, fuzzy),
+            'predicates', dm_private.predicate_hints(parse_query.team_id, grams));
 END
 $$;
 COMMENT ON FUNCTION dm.parse_query(text, uuid, timestamptz) IS
