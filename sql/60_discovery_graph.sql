@@ -360,7 +360,9 @@ BEGIN
                    AND r.owner_profile_id <> ALL(w.inactive_owners)
                  LIMIT fan_out)
             ) AS y
-            ORDER BY y.pass, y.outgoing DESC, y.relationship_id
+            -- No sort: the Append runs its branches in order (hinted outgoing,
+            -- hinted incoming, outgoing, incoming) and LIMIT stops it as soon as
+            -- fan_out edges are found, so later branches of a hub are never read.
             LIMIT fan_out
         ) AS x
         WHERE w.depth < LEAST(GREATEST(max_depth, 0), 2)

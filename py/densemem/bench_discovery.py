@@ -161,7 +161,7 @@ FROM dm_private.entities AS e WHERE e.team_id = %(other)s;
 
 MEASURE_FUNCTION = """
 CREATE OR REPLACE FUNCTION pg_temp.bench_discovery(
-    team uuid, queries text [], evidence_sets jsonb, parsed_sets jsonb, settings jsonb, warmup integer)
+    team uuid, queries text [], evidence_sets jsonb [], parsed_sets jsonb [], settings jsonb, warmup integer)
 RETURNS TABLE (call_index integer, elapsed_ms double precision, path_count integer, edge_count integer)
 LANGUAGE plpgsql AS $f$
 DECLARE
@@ -172,9 +172,8 @@ DECLARE
     evidence uuid [];
 BEGIN
     FOR i IN 1 .. pg_catalog.array_length(queries, 1) LOOP
-        parsed := parsed_sets -> (i - 1);
-        evidence := ARRAY(SELECT x::uuid
-                          FROM pg_catalog.jsonb_array_elements_text(evidence_sets -> (i - 1)) AS x);
+        parsed := parsed_sets[i];
+        evidence := ARRAY(SELECT x::uuid FROM pg_catalog.jsonb_array_elements_text(evidence_sets[i]) AS x);
         started := pg_catalog.clock_timestamp();
         answer := dm_private.discovery_for_recall(team, queries[i], parsed, evidence, '{}'::jsonb,
             settings);
@@ -368,8 +367,15 @@ def measure(url: str, calls: int, seed: int, warmup: int = 30) -> BenchFigures:
             cpu_before = backend_cpu_seconds(pid)
             rows = conn.execute(
                 "SELECT elapsed_ms, path_count "
-                "FROM pg_temp.bench_discovery(%s, %s, %s::jsonb, %s::jsonb, %s::jsonb, %s)",
-                (team, queries, json.dumps(sets), json.dumps(parsed), json.dumps(settings), warmup),
+                "FROM pg_temp.bench_discovery(%s, %s, %s::jsonb[], %s::jsonb[], %s::jsonb, %s)",
+                (
+                    team,
+                    queries,
+                    [json.dumps(e) for e in sets],
+                    [json.dumps(p) for p in parsed],
+                    json.dumps(settings),
+                    warmup,
+                ),
             ).fetchall()
             cpu_after = backend_cpu_seconds(pid)
         elapsed = [float(r[0]) for r in rows]
