@@ -835,3 +835,31 @@ def test_explain_is_for_operators_and_matches_recall_order(admin_conn: Conn) -> 
     with pytest.raises(psycopg.Error) as raised, acting_as(admin_conn, Principal(team)) as cur:
         cur.execute("SELECT dm.explain_recall('x', %s)", (team,))
     assert raised.value.sqlstate == "42501"
+
+
+def test_analysts_recall_through_their_own_policy(admin_conn: Conn) -> None:
+    """An analyst reads under the analyst policy (hydration) and still leaves a telemetry row.
+
+    The grant check itself (require_team) belongs to the security context; a superuser test session
+    counts as a member of densemem_app, so only the analyst's read path is exercised here."""
+    team, profile = make_team(admin_conn, "alpha")
+    (evidence,) = ingest(admin_conn, team, profile, [{"text": "Quarterly planning happens in March."}])
+    admin_conn.execute("SELECT dm.grant_team_to_role(%s, session_user)", (team,))
+    analyst = Principal(team, None, (), role="densemem_analyst")
+    with acting_as(admin_conn, analyst) as cur:
+        cur.execute("SELECT dm.recall_memory('quarterly planning', %s) AS answer", (team,))
+        row = cur.fetchone()
+    assert row is not None and [r["evidence_id"] for r in row["answer"]["results"]] == [str(evidence)]
+    count = admin_conn.execute(
+        "SELECT count(*) FROM dm_private.recall_telemetry WHERE team_id = %s", (team,)
+    ).fetchone()
+    assert count == (1,)
+
+
+@pytest.mark.parametrize("query", ["", "the and of", "C++ & (foo | !bar) <-> 'x", '"unclosed quote'])
+def test_odd_queries_never_fail(admin_conn: Conn, query: str) -> None:
+    team, profile = make_team(admin_conn, "alpha")
+    (evidence,) = ingest(admin_conn, team, profile, [{"text": "Foo bar baz and C++ notes."}])
+    embed(admin_conn, team, evidence, unit((4, 1.0)))
+    answer = recall(admin_conn, team, query, embedding=unit((4, 1.0)), request={"anchors": ["c++"]})
+    assert result_ids(answer) == [evidence]
