@@ -33,6 +33,16 @@ if TYPE_CHECKING:
     from densemem.eval.embedding import WorkerEmbedding
 
 
+# Ranking metrics score the order to depth k; the default context budget
+# (16,000 bytes) would stop a SciFact answer after about a dozen abstracts.
+EVAL_CONTEXT_BYTES = 1_000_000
+
+
+# Ranking metrics score the order to depth k; the default context budget
+# (16,000 bytes) would stop a SciFact answer after about a dozen abstracts.
+EVAL_CONTEXT_BYTES = 1_000_000
+
+
 def _ks(text: str) -> list[int]:
     try:
         values = sorted({int(part) for part in text.split(",") if part.strip()})
@@ -230,7 +240,11 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     locomo_parser.add_argument("--plots", type=Path, help="write PNG recall@k curves into this folder")
     locomo_parser.add_argument("--branches", default=default_branches, help=branches_help)
     locomo_parser.add_argument(
-        "--max-context-bytes", type=int, help="request.max_context_bytes for every recall"
+        "--max-context-bytes",
+        type=int,
+        default=EVAL_CONTEXT_BYTES,
+        help="request.max_context_bytes of every recall (default 1000000, the largest accepted, so that "
+        "the byte budget never cuts the ranking short of the depth scored)",
     )
     locomo_parser.set_defaults(handler=_locomo)
 
@@ -242,7 +256,11 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     scifact_parser.add_argument("--plots", type=Path, help="write PNG figures into this folder")
     scifact_parser.add_argument("--branches", default=default_branches, help=branches_help)
     scifact_parser.add_argument(
-        "--max-context-bytes", type=int, help="request.max_context_bytes for every recall"
+        "--max-context-bytes",
+        type=int,
+        default=EVAL_CONTEXT_BYTES,
+        help="request.max_context_bytes of every recall (default 1000000, the largest accepted, so that "
+        "the byte budget never cuts the ranking short of the depth scored)",
     )
     scifact_parser.set_defaults(handler=_scifact)
 
