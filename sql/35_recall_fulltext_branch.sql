@@ -95,64 +95,70 @@ BEGIN
     END IF;
     IF pg_catalog.cardinality(source_groups) = 0 THEN source_groups := NULL; END IF;
     IF pg_catalog.cardinality(memory_types) = 0 THEN memory_types := NULL; END IF;
+    -- One statement: the rows matching any term (all terms when there is no
+    -- any-terms query), capped; only when that pass was cut by the cap, the
+    -- all-terms rows too (capped), so the cap never drops an all-terms match.
     RETURN QUERY
-        WITH matched AS (
-            (SELECT d.document_id, d.subject_id, d.search_vector
-             FROM dm_private.search_documents AS d
-             WHERE d.team_id = team
-               AND d.search_vector @@ all_q
-               AND d.subject_kind = 'evidence'
-               AND d.is_recallable
-               AND d.owner_profile_id <> ALL (disabled)
-               AND (d.valid_from IS NULL OR d.valid_from <= valid_at)
-               AND (d.valid_to IS NULL OR d.valid_to > valid_at)
-               AND (d.known_from IS NULL OR d.known_from <= known_at)
-               AND (d.known_to IS NULL OR d.known_to > known_at)
-               AND d.policy_labels <@ scopes
-               AND (source_groups IS NULL OR d.source_group = ANY (source_groups))
-               AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
-               AND (created_after IS NULL OR d.source_created_at >= created_after)
-               AND (created_before IS NULL OR d.source_created_at < created_before)
-               AND (NOT has_window OR (d.source_created_at IS NOT NULL
-                                       AND (window_from IS NULL OR d.source_created_at >= window_from)
-                                       AND (window_to IS NULL OR d.source_created_at <= window_to)))
-               AND d.subject_id <> ALL (known_ids)
-             LIMIT scan_cap)
-            UNION ALL
-            (SELECT d.document_id, d.subject_id, d.search_vector
-             FROM dm_private.search_documents AS d
-             WHERE any_q IS NOT NULL
-               AND d.team_id = team
-               AND d.search_vector @@ any_q
-               AND d.subject_kind = 'evidence'
-               AND d.is_recallable
-               AND d.owner_profile_id <> ALL (disabled)
-               AND (d.valid_from IS NULL OR d.valid_from <= valid_at)
-               AND (d.valid_to IS NULL OR d.valid_to > valid_at)
-               AND (d.known_from IS NULL OR d.known_from <= known_at)
-               AND (d.known_to IS NULL OR d.known_to > known_at)
-               AND d.policy_labels <@ scopes
-               AND (source_groups IS NULL OR d.source_group = ANY (source_groups))
-               AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
-               AND (created_after IS NULL OR d.source_created_at >= created_after)
-               AND (created_before IS NULL OR d.source_created_at < created_before)
-               AND (NOT has_window OR (d.source_created_at IS NOT NULL
-                                       AND (window_from IS NULL OR d.source_created_at >= window_from)
-                                       AND (window_to IS NULL OR d.source_created_at <= window_to)))
-               AND d.subject_id <> ALL (known_ids)
-             LIMIT scan_cap)
+        WITH any_pass AS MATERIALIZED (
+            SELECT d.document_id, d.subject_id, d.search_vector
+            FROM dm_private.search_documents AS d
+            WHERE d.team_id = team
+              AND d.search_vector @@ COALESCE(any_q, all_q)
+              AND d.subject_kind = 'evidence'
+              AND d.is_recallable
+              AND d.owner_profile_id <> ALL (disabled)
+              AND (d.valid_from IS NULL OR d.valid_from <= valid_at)
+              AND (d.valid_to IS NULL OR d.valid_to > valid_at)
+              AND (d.known_from IS NULL OR d.known_from <= known_at)
+              AND (d.known_to IS NULL OR d.known_to > known_at)
+              AND d.policy_labels <@ scopes
+              AND (source_groups IS NULL OR d.source_group = ANY (source_groups))
+              AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
+              AND (created_after IS NULL OR d.source_created_at >= created_after)
+              AND (created_before IS NULL OR d.source_created_at < created_before)
+              AND (NOT has_window OR (d.source_created_at IS NOT NULL
+                                      AND (window_from IS NULL OR d.source_created_at >= window_from)
+                                      AND (window_to IS NULL OR d.source_created_at <= window_to)))
+              AND d.subject_id <> ALL (known_ids)
+            LIMIT scan_cap
         ),
-        distinct_matches AS (
-            SELECT DISTINCT ON (m.document_id) m.document_id, m.subject_id, m.search_vector
-            FROM matched AS m
-            ORDER BY m.document_id
+        all_pass AS (
+            SELECT d.document_id, d.subject_id, d.search_vector
+            FROM dm_private.search_documents AS d
+            WHERE any_q IS NOT NULL
+              AND (SELECT pg_catalog.count(*) FROM any_pass) >= scan_cap
+              AND d.team_id = team
+              AND d.search_vector @@ all_q
+              AND d.subject_kind = 'evidence'
+              AND d.is_recallable
+              AND d.owner_profile_id <> ALL (disabled)
+              AND (d.valid_from IS NULL OR d.valid_from <= valid_at)
+              AND (d.valid_to IS NULL OR d.valid_to > valid_at)
+              AND (d.known_from IS NULL OR d.known_from <= known_at)
+              AND (d.known_to IS NULL OR d.known_to > known_at)
+              AND d.policy_labels <@ scopes
+              AND (source_groups IS NULL OR d.source_group = ANY (source_groups))
+              AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
+              AND (created_after IS NULL OR d.source_created_at >= created_after)
+              AND (created_before IS NULL OR d.source_created_at < created_before)
+              AND (NOT has_window OR (d.source_created_at IS NOT NULL
+                                      AND (window_from IS NULL OR d.source_created_at >= window_from)
+                                      AND (window_to IS NULL OR d.source_created_at <= window_to)))
+              AND d.subject_id <> ALL (known_ids)
+            LIMIT scan_cap
+        ),
+        matched AS (
+            SELECT a.document_id, a.subject_id, a.search_vector FROM any_pass AS a
+            UNION ALL
+            SELECT b.document_id, b.subject_id, b.search_vector FROM all_pass AS b
+            WHERE NOT EXISTS (SELECT 1 FROM any_pass AS a WHERE a.document_id = b.document_id)
         ),
         prefiltered AS (
             -- ts_rank is about four times cheaper than ts_rank_cd: it picks
             -- the rank_cap best of the capped matches, which ts_rank_cd orders
-            SELECT dm.document_id, dm.subject_id, dm.search_vector
-            FROM distinct_matches AS dm
-            ORDER BY pg_catalog.ts_rank(dm.search_vector, COALESCE(any_q, all_q), normalization) DESC, dm.subject_id
+            SELECT m.document_id, m.subject_id, m.search_vector
+            FROM matched AS m
+            ORDER BY pg_catalog.ts_rank(m.search_vector, COALESCE(any_q, all_q), normalization) DESC, m.subject_id
             LIMIT rank_cap
         ),
         ranked AS (

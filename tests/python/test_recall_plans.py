@@ -88,7 +88,7 @@ def test_fulltext_branch_uses_its_gin_index_and_vector_path_follows_team_size(ad
 
     for team in (large, small):
         plans = plans_of_recall(admin_conn, team, "charlie delta")
-        fulltext = [p for p in plans if "WITH matched AS" in p and "search_vector @@" in p]
+        fulltext = [p for p in plans if "WITH any_pass AS" in p and "search_vector @@" in p]
         assert fulltext, "the full-text statement ran"
         if team == large:
             # both passes (all terms, any term) read the GIN index, never the heap of the whole table
