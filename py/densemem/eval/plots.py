@@ -75,7 +75,7 @@ def scifact_figures(report: Mapping[str, Any], out: Path) -> Path:
     """Recall@k curves and the three headline metrics per branch, with the published nDCG@10 lines."""
     depth = int(report["depth"])
     branches = report["branches"]
-    figure, (curve_axis, bar_axis) = plt.subplots(1, 2, figsize=(12, 4.2))
+    figure, (curve_axis, bar_axis) = plt.subplots(1, 2, figsize=(13, 5.2))
     ks = range(1, depth + 1)
     for name, branch in branches.items():
         curve_axis.plot(ks, _curve(branch["questions"], depth), label=name)
@@ -103,7 +103,7 @@ def scifact_figures(report: Mapping[str, Any], out: Path) -> Path:
     bar_axis.set_xticklabels([label for _, label in headline])
     bar_axis.set_ylim(0, 1)
     bar_axis.set_title("SciFact per branch")
-    bar_axis.legend(fontsize=7, loc="upper left")
+    bar_axis.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.08), ncol=3)
     figure.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(out, dpi=110)

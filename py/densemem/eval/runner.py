@@ -387,6 +387,7 @@ def ask(
     path_evidence: set[uuid.UUID] = set()
     path_count = 0
     hypothesis_count = 0
+    first_page: int | None = None
     while len(returned) < depth:
         request: dict[str, Any] = dict(extra_request or {})
         request["limit"] = min(PAGE_LIMIT, depth - len(returned))
@@ -399,13 +400,17 @@ def ask(
         answer, elapsed = recall(conn, query, embedding, request)
         latencies.append(elapsed)
         page = [uuid.UUID(str(item["evidence_id"])) for item in answer.get("results", [])]
+        if first_page is None:
+            first_page = len(page)
         fresh = [evidence_id for evidence_id in page if evidence_id not in returned]
         for path in answer.get("discovery_paths", []) or []:
             path_count += 1
             path_evidence.update(uuid.UUID(str(value)) for value in path.get("evidence_ids", []) or [])
         hypothesis_count += len(answer.get("related_hypotheses", []) or [])
         returned.extend(fresh)
-        if len(page) < request["limit"] or not fresh:
+        # A short page does not prove the ranking is exhausted (a profile may cap an answer below
+        # the limit); only a page with nothing new does. The first page's size is recorded.
+        if not fresh:
             break
     # Leakage: every returned ID must be evidence of the asking team.
     foreign = [
@@ -441,6 +446,7 @@ def ask(
         "ranks": ranks,
         "retrieved": retrieved,
         "latency_ms": latencies,
+        "first_page": first_page,
         "leaked": leaked,
         "duplicates": duplicates,
         "discovery_paths": path_count,
@@ -473,6 +479,12 @@ def summarise(result: BranchResult) -> dict[str, Any]:
             for name, values in sorted(by_slice.items())
         },
         "latency_ms": metrics.percentiles(first_call),
+        "calls_per_question": float(np.mean([len(question["latency_ms"]) for question in questions]))
+        if questions
+        else 0.0,
+        "first_page_mean": float(np.mean([question.get("first_page") or 0 for question in questions]))
+        if questions
+        else 0.0,
         "leakage": sum(question["leaked"] for question in questions),
         "duplicates": sum(question["duplicates"] for question in questions),
         "discovery": {
@@ -611,7 +623,9 @@ def format_table(report: Mapping[str, Any], columns: Sequence[str]) -> str:
         latency = summary["latency_ms"]
         lines.append(
             f"{name}: latency p50 {latency['p50']:.1f} ms, p95 {latency['p95']:.1f} ms, "
-            f"p99 {latency['p99']:.1f} ms; cross-team leakage {summary['leakage']}; "
+            f"p99 {latency['p99']:.1f} ms; first page {summary.get('first_page_mean', 0):.1f} results, "
+            f"{summary.get('calls_per_question', 0):.1f} calls per question; "
+            f"cross-team leakage {summary['leakage']}; "
             f"profile versions {', '.join(summary['profile_versions']) or '?'}"
         )
     return "\n".join(lines)
