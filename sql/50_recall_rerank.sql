@@ -131,11 +131,13 @@ BEGIN
                    CASE
                        WHEN half_lives ->> a.memory_type::text IS NULL THEN 1.0
                        WHEN a.source_created_at IS NOT NULL THEN
-                           pg_catalog.exp(-GREATEST(0, EXTRACT(EPOCH FROM clock - a.source_created_at) / 86400.0)
-                                          / (half_lives ->> a.memory_type::text)::double precision)
+                           -- LEAST(700, ...): exp() raises an underflow error below about e^-745,
+                           -- which years-old conversation evidence reaches; e^-700 is already 0 here.
+                           pg_catalog.exp(-LEAST(700.0, GREATEST(0, EXTRACT(EPOCH FROM clock - a.source_created_at) / 86400.0)
+                                          / (half_lives ->> a.memory_type::text)::double precision))
                        ELSE
-                           pg_catalog.exp(-GREATEST(0, COALESCE(newest_sequence - a.sequence_number, 0))::double precision
-                                          / (half_lives ->> a.memory_type::text)::double precision)
+                           pg_catalog.exp(-LEAST(700.0, GREATEST(0, COALESCE(newest_sequence - a.sequence_number, 0))::double precision
+                                          / (half_lives ->> a.memory_type::text)::double precision))
                    END::double precision AS recency,
                    LEAST(1.0, GREATEST(0.0, a.importance)) AS importance,
                    LEAST(1.0, (COALESCE(u.used_count, 0) + prior_used)
