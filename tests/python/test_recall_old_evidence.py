@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 import psycopg
-
 from test_recall_support import ingest, make_team, recall, result_texts
 
 
