@@ -135,6 +135,11 @@ BEGIN
                 -- d.m.yyyy is a date, not a version.
                 CONTINUE WHEN v ~ '^(?:[1-9]|[12][0-9]|3[01])\.(?:[1-9]|1[0-2])\.(?:19|20)[0-9]{2}$';
             ELSIF k = 'issue_key' THEN
+                -- A short prefix with a one-digit number reads as a gene, protein or virus name
+                -- (PD-1, IL-6, HIV-1, BCL-2) far more often than as a ticket: a wrong hard anchor
+                -- empties a recall, a missed one only loses a boost, so these are not anchors.
+                CONTINUE WHEN pg_catalog.split_part(v, '-', 2) ~ '^[0-9]$'
+                    AND pg_catalog.length(pg_catalog.split_part(v, '-', 1)) < 4;
                 -- Well-known names shaped like keys: encodings, ciphers, standards, diseases, devices.
                 CONTINUE WHEN pg_catalog.split_part(v, '-', 1) = ANY (
                     '{UTF,UCS,SHA,MD,AES,RSA,DES,COVID,SARS,MERS,ISO,CVE,GPT,WPA,TLS,SSL,IPV,HTTP,MPEG,MP,PCI,USB,HDMI,DDR,LTE,PS,XBOX,IP,COM,LPT}'::text []);

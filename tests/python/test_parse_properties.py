@@ -140,7 +140,9 @@ def issue_key_anchor(draw: st.DrawFn) -> tuple[str, str, str]:
         _chars(string.ascii_uppercase + string.digits, 1, 9)
     )
     assume(project not in ISSUE_STOPLIST)
-    key = f"{project}-{draw(st.integers(1, 9_999_999))}"
+    # One-digit numbers need a project key of 4+ characters (PD-1, IL-6 are not keys).
+    number = draw(st.integers(10 if len(project) < 4 else 1, 9_999_999))
+    key = f"{project}-{number}"
     return "issue_key", key, key
 
 
