@@ -9,6 +9,7 @@ suite against another server (a superuser URL).
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -41,6 +42,7 @@ def admin_url() -> Iterator[str]:
         yield url
     finally:
         embedded.stop(data_dir)
+        shutil.rmtree(base, ignore_errors=True)
 
 
 def database_url(admin: str, name: str) -> str:
