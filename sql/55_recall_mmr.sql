@@ -106,9 +106,10 @@ DECLARE
     best_value double precision;
     candidate_value double precision;
 BEGIN
-    -- candidates beyond twice the picks (at least picks + 10) never win an
-    -- MMR step against the top of the list: they are not worth comparing
-    pool := scored[1:LEAST(pool_size, GREATEST(2 * want, want + 10))];
+    -- candidates beyond twice the picks never win an MMR step against the
+    -- top of the list: they are not worth comparing. The profile's pool caps
+    -- that, but never below picks + 10, or a large limit would come back short.
+    pool := scored[1:GREATEST(LEAST(pool_size, 2 * want), want + 10)];
     n := COALESCE(pg_catalog.cardinality(pool), 0);
     IF n = 0 THEN
         RETURN;
