@@ -61,7 +61,8 @@ CREATE TABLE dm_private.team_vector_indexes (
     CONSTRAINT team_vector_indexes_team_fkey FOREIGN KEY (team_id) REFERENCES dm_private.teams (team_id),
     CONSTRAINT team_vector_indexes_contract_fkey FOREIGN KEY (contract_id)
     REFERENCES dm_private.embedding_contracts (contract_id),
-    CONSTRAINT team_vector_indexes_index_name_key UNIQUE (index_name)
+    -- Index names are unique per schema anyway; team_id leads so the table distributes by team.
+    CONSTRAINT team_vector_indexes_index_name_key UNIQUE (team_id, index_name)
 );
 COMMENT ON TABLE dm_private.team_vector_indexes IS
 'Teams large enough to have their own partial HNSW index (WHERE team_id = ... AND contract_id = ...) on document_embeddings. Written by dm.refresh_vector_indexes (administrator); read by the vector branch to choose its access path.';
