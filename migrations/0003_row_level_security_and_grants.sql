@@ -36,7 +36,7 @@ BEGIN
             'CREATE POLICY "analysts and operators read only their granted team" ON dm_private.%I '
             'AS PERMISSIVE FOR SELECT TO densemem_analyst, densemem_operator USING (team_id = %s AND %s)',
             team_table, current_team, analyst_allowed);
-        -- The owner runs SECURITY DEFINER helpers (telemetry, authentication);
+        -- The owner runs security-definer helpers (telemetry, authentication);
         -- it too stays inside the authenticated team.
         EXECUTE pg_catalog.format(
             'CREATE POLICY "the owner works inside the authenticated team" ON dm_private.%I '

@@ -118,7 +118,7 @@ CREATE INDEX hypotheses_source_idx ON dm_private.hypotheses (team_id, source_id)
 CREATE INDEX relationships_superseded_by_idx ON dm_private.relationships (team_id, superseded_by_relationship_id)
 WHERE superseded_by_relationship_id IS NOT NULL;
 
--- The discovery seed search runs as a SECURITY DEFINER function owned by
+-- The discovery seed search runs as a security-definer function owned by
 -- densemem_searcher (BYPASSRLS, explicit team predicate checked against the
 -- authenticated setting) so that the trigram and full-text indexes are usable.
 -- Handing a function to that role requires the role to hold CREATE on the

@@ -48,7 +48,7 @@ SELECT is(
         )
     ),
     NULL,
-    'every function the embedder owns is SECURITY DEFINER with an empty search_path'
+    'every function the embedder owns is security-definer with an empty search_path'
 );
 SELECT ok(
     has_function_privilege('densemem_worker', 'dm_private.claim_embedding_batch(integer, integer, double precision)', 'EXECUTE')

@@ -33,13 +33,13 @@ WHERE t.has_team_id
 -- Policies on team tables whose row filter does not come from the
 -- authenticated team setting. The documented exceptions:
 --   api_keys / profiles: authentication runs before any team is set; the
---     owner's SECURITY DEFINER dm.authenticate_api_key looks the key up by
+--     owner's security-definer dm.authenticate_api_key looks the key up by
 --     (team_id, api_key_id) parsed from the key itself.
 --   team_role_grants: the analyst policy of every other table reads it, so
 --     its own policies are keyed on session_user (a login role sees its
 --     grants; the searcher's candidate functions check them, 0020).
 --   search_documents / document_embeddings: the embedding worker is
---     cross-team infrastructure (0015); its SECURITY DEFINER functions, owned
+--     cross-team infrastructure (0015); its security-definer functions, owned
 --     by densemem_embedder, claim and embed pending documents of every team.
 --     A policy naming that role on these two tables was chosen over
 --     BYPASSRLS, which would cover every table the role is ever granted.

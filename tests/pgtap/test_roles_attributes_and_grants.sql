@@ -22,7 +22,7 @@ VALUES
     ('densemem_operator', false, false),
     ('densemem_searcher', false, true),
     -- 0015: what an embedding-worker login is granted (EXECUTE on the worker
-    -- functions only), and the owner of those SECURITY DEFINER functions,
+    -- functions only), and the owner of those security-definer functions,
     -- which reaches every team's documents through its own named policies.
     ('densemem_worker', false, false),
     ('densemem_embedder', false, false);
