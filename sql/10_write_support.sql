@@ -235,6 +235,41 @@ $$;
 COMMENT ON FUNCTION dm_private.sync_evidence_documents(uuid, uuid[]) IS
 'Writes the search documents of these evidence rows from the authoritative rows: body, tsvector, versions, pending state and the eligibility mirror (is_recallable = state active and revision current). Returns the number of documents written.';
 
+-- Entity and relationship documents are written the same way: insert, or on
+-- a changed body bump document_version and make the document pending again.
+CREATE OR REPLACE FUNCTION dm_private.upsert_graph_documents(
+    team uuid, kind dm_private.subject_kind, subject_ids uuid[], bodies text[])
+RETURNS integer
+LANGUAGE plpgsql
+VOLATILE
+SET search_path = ''
+AS $$
+DECLARE
+    touched integer;
+BEGIN
+    INSERT INTO dm_private.search_documents AS d (
+        team_id, document_id, subject_kind, subject_id, document_version, source_version, body, search_vector,
+        search_state, pending_since)
+    SELECT team, pg_catalog.gen_random_uuid(), kind, u.subject_id, 1, 1, u.body,
+           pg_catalog.to_tsvector('english'::regconfig, u.body), 'pending', pg_catalog.now()
+    FROM ROWS FROM (pg_catalog.unnest(subject_ids), pg_catalog.unnest(bodies)) AS u (subject_id, body)
+    ON CONFLICT ON CONSTRAINT search_documents_subject_key DO UPDATE SET
+        document_version = d.document_version + 1,
+        body = excluded.body,
+        search_vector = excluded.search_vector,
+        search_state = 'pending',
+        pending_since = pg_catalog.now(),
+        embed_attempts = 0,
+        last_error = NULL,
+        updated_at = pg_catalog.now()
+    WHERE d.body IS DISTINCT FROM excluded.body;
+    GET DIAGNOSTICS touched = ROW_COUNT;
+    RETURN touched;
+END
+$$;
+COMMENT ON FUNCTION dm_private.upsert_graph_documents(uuid, dm_private.subject_kind, uuid[], text[]) IS
+'Writes entity or relationship search documents from (subject_id, body) pairs; a changed body bumps document_version and makes the document pending. Returns the number written or changed.';
+
 -- Entity search documents: canonical name, kind and aliases.
 CREATE OR REPLACE FUNCTION dm_private.sync_entity_documents(team uuid, entity_ids uuid[])
 RETURNS integer
@@ -256,23 +291,9 @@ BEGIN
         FROM dm_private.entities AS en
         WHERE en.team_id = team AND en.entity_id = ANY (entity_ids)
     )
-    INSERT INTO dm_private.search_documents AS d (
-        team_id, document_id, subject_kind, subject_id, document_version, source_version, body, search_vector,
-        search_state, pending_since)
-    SELECT b.team_id, pg_catalog.gen_random_uuid(), 'entity', b.entity_id, 1, 1, b.body,
-           pg_catalog.to_tsvector('english'::regconfig, b.body), 'pending', pg_catalog.now()
-    FROM bodies AS b
-    ON CONFLICT ON CONSTRAINT search_documents_subject_key DO UPDATE SET
-        document_version = d.document_version + 1,
-        body = excluded.body,
-        search_vector = excluded.search_vector,
-        search_state = 'pending',
-        pending_since = pg_catalog.now(),
-        embed_attempts = 0,
-        last_error = NULL,
-        updated_at = pg_catalog.now()
-    WHERE d.body IS DISTINCT FROM excluded.body;
-    GET DIAGNOSTICS touched = ROW_COUNT;
+    SELECT dm_private.upsert_graph_documents(team, 'entity', pg_catalog.array_agg(b.entity_id), pg_catalog.array_agg(b.body))
+    INTO touched
+    FROM bodies AS b;
     RETURN touched;
 END
 $$;
@@ -307,23 +328,9 @@ BEGIN
         LEFT JOIN dm_private.entities AS o ON o.team_id = r.team_id AND o.entity_id = r.object_entity_id
         WHERE r.team_id = team AND r.relationship_id = ANY (relationship_ids)
     )
-    INSERT INTO dm_private.search_documents AS d (
-        team_id, document_id, subject_kind, subject_id, document_version, source_version, body, search_vector,
-        search_state, pending_since)
-    SELECT b.team_id, pg_catalog.gen_random_uuid(), 'relationship', b.relationship_id, 1, 1, b.body,
-           pg_catalog.to_tsvector('english'::regconfig, b.body), 'pending', pg_catalog.now()
-    FROM bodies AS b
-    ON CONFLICT ON CONSTRAINT search_documents_subject_key DO UPDATE SET
-        document_version = d.document_version + 1,
-        body = excluded.body,
-        search_vector = excluded.search_vector,
-        search_state = 'pending',
-        pending_since = pg_catalog.now(),
-        embed_attempts = 0,
-        last_error = NULL,
-        updated_at = pg_catalog.now()
-    WHERE d.body IS DISTINCT FROM excluded.body;
-    GET DIAGNOSTICS touched = ROW_COUNT;
+    SELECT dm_private.upsert_graph_documents(team, 'relationship', pg_catalog.array_agg(b.relationship_id), pg_catalog.array_agg(b.body))
+    INTO touched
+    FROM bodies AS b;
     RETURN touched;
 END
 $$;
@@ -484,6 +491,7 @@ REVOKE ALL ON FUNCTION dm_private.lifecycle_moves() FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm_private.resolve_move(text, text, text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm_private.record_transition(uuid, text, uuid, text, text, text, text, uuid, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm_private.sync_evidence_documents(uuid, uuid[]) FROM PUBLIC;
+REVOKE ALL ON FUNCTION dm_private.upsert_graph_documents(uuid, dm_private.subject_kind, uuid[], text[]) FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm_private.sync_entity_documents(uuid, uuid[]) FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm_private.sync_relationship_documents(uuid, uuid[]) FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm_private.relationship_has_live_support(uuid, uuid) FROM PUBLIC;
@@ -504,6 +512,8 @@ GRANT EXECUTE ON FUNCTION dm_private.resolve_move(text, text, text, text) TO den
 GRANT EXECUTE ON FUNCTION dm_private.record_transition(uuid, text, uuid, text, text, text, text, uuid, text)
 TO densemem_app;
 GRANT EXECUTE ON FUNCTION dm_private.sync_evidence_documents(uuid, uuid[]) TO densemem_app;
+GRANT EXECUTE ON FUNCTION dm_private.upsert_graph_documents(uuid, dm_private.subject_kind, uuid[], text[])
+TO densemem_app;
 GRANT EXECUTE ON FUNCTION dm_private.sync_entity_documents(uuid, uuid[]) TO densemem_app;
 GRANT EXECUTE ON FUNCTION dm_private.sync_relationship_documents(uuid, uuid[]) TO densemem_app;
 GRANT EXECUTE ON FUNCTION dm_private.json_text(jsonb, text, text, integer, boolean) TO densemem_app;
