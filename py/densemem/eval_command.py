@@ -26,16 +26,11 @@ import psycopg
 import psycopg.types.json
 
 from densemem import db
-from densemem.config import Settings
+from densemem.config import Settings, project_root
 from densemem.migrate import migrate
 
 if TYPE_CHECKING:
     from densemem.eval.embedding import WorkerEmbedding
-
-
-# Ranking metrics score the order to depth k; the default context budget
-# (16,000 bytes) would stop a SciFact answer after about a dozen abstracts.
-EVAL_CONTEXT_BYTES = 1_000_000
 
 
 # Ranking metrics score the order to depth k; the default context budget
@@ -61,14 +56,40 @@ def _write_json(report: dict[str, Any], out: Path | None) -> None:
     print(f"wrote {out}", file=sys.stderr)
 
 
-def _connect(settings: Settings) -> tuple[psycopg.Connection[Any], WorkerEmbedding]:
+def _connect(
+    settings: Settings, cache_dir: Path | None = None
+) -> tuple[psycopg.Connection[Any], WorkerEmbedding]:
     """An administrator connection to the migrated database, and the embedding path for it."""
     from densemem.embeddings import provider_from_settings
     from densemem.eval.embedding import WorkerEmbedding
 
     url = db.database_url(settings)
     migrate(url, settings.migrations_dir, settings.sql_dir)
-    return psycopg.connect(url, autocommit=True), WorkerEmbedding(url, provider_from_settings(settings))
+    provider = provider_from_settings(settings)
+    if cache_dir is not None:
+        from densemem.eval.embedding_cache import CachedProvider, provider_revision, refuse_inside
+
+        refuse_inside(cache_dir, project_root())
+        provider = CachedProvider(provider, cache_dir, revision=provider_revision(provider.contract))
+        print(f"embedding cache: {provider.namespace}", file=sys.stderr)
+    return psycopg.connect(url, autocommit=True), WorkerEmbedding(url, provider)
+
+
+def _cache_dir(args: argparse.Namespace) -> Path | None:
+    """--embedding-cache DIR, the default cache folder, or None with --no-embedding-cache."""
+    if args.no_embedding_cache:
+        return None
+    if args.embedding_cache is not None:
+        return Path(args.embedding_cache)
+    from densemem.eval.embedding_cache import default_cache_dir
+
+    return default_cache_dir()
+
+
+def _cache_summary(embedding: WorkerEmbedding) -> None:
+    stats = getattr(embedding.provider, "stats", None)
+    if stats is not None:
+        print(stats.summary(), file=sys.stderr)
 
 
 def _extra_request(args: argparse.Namespace) -> dict[str, Any]:
@@ -96,7 +117,7 @@ def _finish(report: dict[str, Any], args: argparse.Namespace, columns: list[str]
 def _locomo(args: argparse.Namespace, settings: Settings) -> int:
     from densemem.eval import locomo, runner
 
-    conn, embedding = _connect(settings)
+    conn, embedding = _connect(settings, _cache_dir(args))
     with conn:
         report = locomo.run(
             conn,
@@ -107,6 +128,7 @@ def _locomo(args: argparse.Namespace, settings: Settings) -> int:
             extra_request=_extra_request(args),
             log=runner.to_stderr,
         )
+    _cache_summary(embedding)
     normalisation = report["normalisation"]
     print(
         f"evidence labels: {normalisation['raw_labels']} raw, {normalisation['kept']} kept, "
@@ -121,7 +143,7 @@ def _scifact(args: argparse.Namespace, settings: Settings) -> int:
     from densemem.eval import runner, scifact
 
     qrels = args.qrels if args.qrels is not None else args.path / "qrels" / "train.tsv"
-    conn, embedding = _connect(settings)
+    conn, embedding = _connect(settings, _cache_dir(args))
     with conn:
         report = scifact.run(
             conn,
@@ -133,6 +155,7 @@ def _scifact(args: argparse.Namespace, settings: Settings) -> int:
             extra_request=_extra_request(args),
             log=runner.to_stderr,
         )
+    _cache_summary(embedding)
     return _finish(report, args, ["ndcg@10", f"recall@{max(args.k)}", "mrr"])
 
 
@@ -217,6 +240,20 @@ def _profile(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _cache_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--embedding-cache",
+        type=Path,
+        help="folder of the content-addressed embedding cache (key: embedding contract + text hash; default "
+        "$DENSEMEM_EVAL_EMBEDDING_CACHE or ~/.cache/densemem/eval-embeddings; never inside the repository)",
+    )
+    parser.add_argument(
+        "--no-embedding-cache",
+        action="store_true",
+        help="embed every text with the model, read and write no cache",
+    )
+
+
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = commands.add_parser(
         "eval",
@@ -246,6 +283,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="request.max_context_bytes of every recall (default 1000000, the largest accepted, so that "
         "the byte budget never cuts the ranking short of the depth scored)",
     )
+    _cache_options(locomo_parser)
     locomo_parser.set_defaults(handler=_locomo)
 
     scifact_parser = evals.add_parser("scifact", help="BEIR SciFact nDCG@10, Recall@100, MRR")
@@ -262,6 +300,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="request.max_context_bytes of every recall (default 1000000, the largest accepted, so that "
         "the byte budget never cuts the ranking short of the depth scored)",
     )
+    _cache_options(scifact_parser)
     scifact_parser.set_defaults(handler=_scifact)
 
     compare_parser = evals.add_parser("compare", help="paired bootstrap deltas between two reports")
