@@ -273,3 +273,32 @@ def test_branch_specs() -> None:
         runner.parse_branches("a=x,a=y")
     with pytest.raises(ValueError):
         runner.parse_branches(" , ")
+
+
+def test_turns_are_written_in_conversation_order(tmp_path: Path, admin_conn: psycopg.Connection[Any]) -> None:
+    """Sequence numbers follow the conversation, each turn written by its speaker's profile."""
+    missing = _missing(admin_conn)
+    if missing:
+        pytest.skip(f"not in the schema yet: {', '.join(missing)}")
+    conversations, _ = locomo.load(write_file(tmp_path))
+    runs = locomo.speaker_runs(conversations[0])
+    assert [speaker for speaker, _ in runs] == [
+        "Alice",
+        "Bob",
+        "Alice",
+        "Bob",
+        "Alice",
+        "Bob",
+        "Alice",
+        "Bob",
+    ]
+    loaded = locomo.load_into_database(admin_conn, conversations[:1])
+    rows = admin_conn.execute(
+        "SELECT s.external_id, p.name FROM dm_private.evidence AS e "
+        "JOIN dm_private.sources AS s ON s.team_id = e.team_id AND s.source_id = e.source_id "
+        "JOIN dm_private.profiles AS p ON p.team_id = e.team_id AND p.profile_id = e.owner_profile_id "
+        "WHERE e.team_id = %s ORDER BY e.sequence_number",
+        (loaded[0].team_id,),
+    ).fetchall()
+    assert [row[0] for row in rows] == [turn.dia_id for turn in conversations[0].turns]
+    assert [row[1] for row in rows] == [turn.speaker for turn in conversations[0].turns]

@@ -48,6 +48,9 @@ CATEGORY_NAMES: dict[int, str] = {
 # The clock of every question: the start of the conversation's last session
 # plus this margin, so the last session's turns are strictly in the past.
 CLOCK_MARGIN = timedelta(hours=1)
+# How turns are written: 1 = each speaker's turns in one call; 2 = conversation order (runs of one
+# speaker), so sequence numbers follow the conversation. Part of the team fingerprint.
+INGEST_LAYOUT = 2
 
 _SESSION_KEY = re.compile(r"^session_(\d+)$")
 _DIA_ID = re.compile(r"^D\s*:?\s*(\d+)\s*:\s*(\d+)$", re.IGNORECASE)
@@ -113,6 +116,8 @@ class Conversation:
     def fingerprint(self) -> str:
         """A short hash of what is ingested, so a changed file never reuses an old team."""
         digest = hashlib.sha256()
+        # The ingest layout is part of what is stored: layout 2 writes turns in conversation order.
+        digest.update(f"layout {INGEST_LAYOUT}".encode())
         for turn in self.turns:
             digest.update(
                 json.dumps([turn.dia_id, turn.speaker, turn.text, turn.said_at.isoformat()]).encode()
@@ -239,10 +244,28 @@ def load(path: Path) -> tuple[list[Conversation], NormalisationReport]:
     return conversations, report
 
 
-def evidence_items(conversation: Conversation, speaker: str) -> list[dict[str, Any]]:
-    """The dm.ingest_evidence items of one speaker's turns."""
-    items: list[dict[str, Any]] = []
+def speaker_runs(conversation: Conversation) -> list[tuple[str, list[Turn]]]:
+    """The turns in conversation order, cut into runs of one speaker (one ingest call each).
+
+    Written in this order, the evidence rows' sequence numbers follow the
+    conversation, as they would in a service that stores each turn when it is
+    said; a stage that looks at neighbouring turns relies on it.
+    """
+    runs: list[tuple[str, list[Turn]]] = []
     for turn in conversation.turns:
+        if runs and runs[-1][0] == turn.speaker:
+            runs[-1][1].append(turn)
+        else:
+            runs.append((turn.speaker, [turn]))
+    return runs
+
+
+def evidence_items(
+    conversation: Conversation, speaker: str, turns: Sequence[Turn] | None = None
+) -> list[dict[str, Any]]:
+    """The dm.ingest_evidence items of one speaker's turns (all of them, or the given run)."""
+    items: list[dict[str, Any]] = []
+    for turn in conversation.turns if turns is None else turns:
         if turn.speaker != speaker:
             continue
         items.append(
@@ -323,7 +346,10 @@ def load_into_database(
         with conn.transaction():
             for speaker, profile_id in profiles.items():
                 runner.upsert_entities(conn, team_id, profile_id, [{"name": speaker, "kind": "person"}])
-                runner.ingest(conn, team_id, profile_id, evidence_items(conversation, speaker))
+            for speaker, run_turns in speaker_runs(conversation):
+                runner.ingest(
+                    conn, team_id, profiles[speaker], evidence_items(conversation, speaker, run_turns)
+                )
         log(
             f"loaded {conversation.sample_id}: {len(conversation.turns)} turns into {team_name(conversation)}"
         )
