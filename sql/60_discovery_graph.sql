@@ -558,6 +558,64 @@ $$;
 COMMENT ON FUNCTION dm_private.entity_proximity(uuid, uuid [], uuid [], integer) IS
 'Graph hops (0 to max_hops, at most 2) from the query entities to each candidate evidence''s linked entities, through eligible relationships; feeds the recall core''s proximity signal. Bounded by the default profile''s fan-out and edge caps.';
 
+-- Predicate cardinality (migration 0031): the single-valued predicates of a
+-- team, its own rows overriding the defaults; any other predicate is
+-- multi-valued. Read once per discovery call or trace.
+CREATE OR REPLACE FUNCTION dm_private.single_valued_predicates(cardinality_team_id uuid)
+RETURNS text []
+LANGUAGE sql
+STABLE
+SET search_path = ''
+AS $$
+    SELECT COALESCE(pg_catalog.array_agg(x.predicate ORDER BY x.predicate), '{}'::text [])
+    FROM (
+        SELECT t.predicate
+        FROM dm_private.predicate_cardinalities AS t
+        WHERE t.team_id = cardinality_team_id AND t.cardinality = 'single'
+        UNION
+        SELECT d.predicate
+        FROM dm_private.predicate_cardinality_defaults AS d
+        WHERE d.cardinality = 'single'
+          AND NOT EXISTS (SELECT 1 FROM dm_private.predicate_cardinalities AS t
+                          WHERE t.team_id = cardinality_team_id AND t.predicate = d.predicate)
+    ) AS x
+$$;
+COMMENT ON FUNCTION dm_private.single_valued_predicates(uuid) IS
+'The predicates that are single-valued for a team: its own predicate_cardinalities rows, else predicate_cardinality_defaults; every other predicate is multi-valued.';
+
+-- Whether two relationships of the same subject and predicate (a recorded
+-- conflict) really disagree: opposite polarity on the same object always
+-- does; different objects only for a single-valued predicate and when both
+-- sides are positive (lives in Berlin vs does not live in Paris agree; a
+-- person uses many tools). Same object and same polarity never disagree.
+CREATE OR REPLACE FUNCTION dm_private.relationships_disagree(
+    predicate text,
+    polarity dm_private.relationship_polarity,
+    object_entity_id uuid,
+    object_value text,
+    other_polarity dm_private.relationship_polarity,
+    other_object_entity_id uuid,
+    other_object_value text,
+    single_valued text []
+)
+RETURNS boolean
+LANGUAGE sql
+IMMUTABLE
+PARALLEL SAFE
+SET search_path = ''
+AS $$
+    SELECT CASE
+        WHEN object_entity_id IS NOT DISTINCT FROM other_object_entity_id
+             AND object_value IS NOT DISTINCT FROM other_object_value
+            THEN polarity <> other_polarity
+        ELSE predicate = ANY(COALESCE(single_valued, '{}'::text []))
+             AND polarity = '+'::dm_private.relationship_polarity
+             AND other_polarity = '+'::dm_private.relationship_polarity
+    END
+$$;
+COMMENT ON FUNCTION dm_private.relationships_disagree(text, dm_private.relationship_polarity, uuid, text, dm_private.relationship_polarity, uuid, text, text []) IS
+'Whether a recorded conflict is a disagreement: opposite polarity on the same object always; different objects only for a single-valued predicate (see single_valued_predicates) with both sides positive.';
+
 REVOKE ALL ON FUNCTION dm_private.discovery_name_ngrams(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm_private.discovery_lexemes(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm_private.discovery_entity_seeds(uuid, text, public.vector, integer) FROM PUBLIC;
@@ -565,6 +623,8 @@ REVOKE ALL ON FUNCTION dm_private.discovery_walk(uuid, uuid [], integer, integer
 REVOKE ALL ON FUNCTION dm_private.discovery_entity_predicates(uuid, uuid, integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm_private.discovery_eligible_evidence(uuid, uuid [], timestamptz, timestamptz, text []) FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm_private.entity_proximity(uuid, uuid [], uuid [], integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION dm_private.single_valued_predicates(uuid) FROM PUBLIC;
+REVOKE ALL ON FUNCTION dm_private.relationships_disagree(text, dm_private.relationship_polarity, uuid, text, dm_private.relationship_polarity, uuid, text, text []) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION dm_private.discovery_name_ngrams(text) TO
 densemem_app, densemem_analyst, densemem_operator, densemem_searcher;
 GRANT EXECUTE ON FUNCTION dm_private.discovery_lexemes(text) TO
@@ -578,4 +638,8 @@ densemem_app, densemem_analyst, densemem_operator;
 GRANT EXECUTE ON FUNCTION dm_private.discovery_eligible_evidence(uuid, uuid [], timestamptz, timestamptz, text []) TO
 densemem_app, densemem_analyst, densemem_operator;
 GRANT EXECUTE ON FUNCTION dm_private.entity_proximity(uuid, uuid [], uuid [], integer) TO
+densemem_app, densemem_analyst, densemem_operator;
+GRANT EXECUTE ON FUNCTION dm_private.single_valued_predicates(uuid) TO
+densemem_app, densemem_analyst, densemem_operator;
+GRANT EXECUTE ON FUNCTION dm_private.relationships_disagree(text, dm_private.relationship_polarity, uuid, text, dm_private.relationship_polarity, uuid, text, text []) TO
 densemem_app, densemem_analyst, densemem_operator;

@@ -328,6 +328,23 @@ BEGIN
             FROM rels
             JOIN dm_private.conflicts AS c ON c.team_id = team AND c.conflicting_relationship_id = rels.relationship_id
         ),
+        -- Only recorded conflicts that are disagreements under the predicate's
+        -- cardinality (migration 0031): different objects of a multi-valued
+        -- predicate (a person uses many tools) are not a conflict, unless a
+        -- correction (supersede) chose a preferred side. The team's
+        -- single-valued predicates are read once, and only when some edge
+        -- has a recorded conflict.
+        disagreeing AS MATERIALIZED (
+            SELECT rc.relationship_id, rc.other_id, rc.kind, rc.preferred_relationship_id
+            FROM recorded AS rc
+            JOIN rels ON rels.relationship_id = rc.relationship_id
+            JOIN dm_private.relationships AS o ON o.team_id = team AND o.relationship_id = rc.other_id
+            WHERE rc.preferred_relationship_id IS NOT NULL
+               OR dm_private.relationships_disagree(rels.predicate, rels.polarity, rels.object_entity_id,
+                                                    rels.object_value, o.polarity, o.object_entity_id,
+                                                    o.object_value,
+                                                    (SELECT dm_private.single_valued_predicates(team)))
+        ),
         -- The other side, when it is eligible itself (and whether a verified,
         -- eligible piece of evidence supports it), or when it was superseded
         -- by this very edge (the client may trace the corrected knowledge).
@@ -353,7 +370,7 @@ BEGIN
                              SELECT 1 FROM pg_catalog.jsonb_each(oev.labels) AS l (key, value)
                              WHERE l.value = 'true'::jsonb AND NOT (l.key = ANY(scopes)))
                    ) AS other_supported
-            FROM recorded AS rc
+            FROM disagreeing AS rc
             JOIN dm_private.relationships AS o ON o.team_id = team AND o.relationship_id = rc.other_id
             JOIN dm_private.profiles AS op ON op.team_id = team AND op.profile_id = o.owner_profile_id
         ),

@@ -185,7 +185,17 @@ BEGIN
         SELECT c2.conflict_id, c2.kind, c2.preferred_relationship_id, c2.detected_at, c2.relationship_id
         FROM dm_private.conflicts AS c2
         WHERE c2.team_id = team AND c2.conflicting_relationship_id = wanted
-    ) AS c;
+    ) AS c
+    -- Only disagreements under the predicate's cardinality (migration 0031),
+    -- the same rule as discovery: different objects of a multi-valued
+    -- predicate are not a conflict (unless a correction chose a preferred
+    -- side); opposite polarity on one object always is.
+    JOIN dm_private.relationships AS r ON r.team_id = team AND r.relationship_id = wanted
+    JOIN dm_private.relationships AS o ON o.team_id = team AND o.relationship_id = c.other_id
+    WHERE c.preferred_relationship_id IS NOT NULL
+       OR dm_private.relationships_disagree(r.predicate, r.polarity, r.object_entity_id, r.object_value,
+                                            o.polarity, o.object_entity_id, o.object_value,
+                                            (SELECT dm_private.single_valued_predicates(team)));
 
     RETURN pg_catalog.jsonb_build_object(
         'relationship', record_json,
@@ -197,7 +207,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION dm.trace_memory(uuid, uuid) IS
-'Explains one relationship of the team from authoritative tables: the relationship, accepted evidence spans (text only for currently eligible evidence; erased evidence as a tombstone), verification events, lifecycle transitions, supersession lineage both ways and recorded conflicts. SQLSTATE DM404 when the ID is missing or belongs to another team (same message).';
+'Explains one relationship of the team from authoritative tables: the relationship, accepted evidence spans (text only for currently eligible evidence; erased evidence as a tombstone), verification events, lifecycle transitions, supersession lineage both ways and recorded conflicts that are disagreements under the predicate''s cardinality. SQLSTATE DM404 when the ID is missing or belongs to another team (same message).';
 
 REVOKE ALL ON FUNCTION dm_private.trace_relationship_json(uuid, uuid) FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm.trace_memory(uuid, uuid) FROM PUBLIC;

@@ -430,6 +430,11 @@ def prepare_database(settings: Settings, relationships: int, seed: int, reuse: b
                     (BENCH_TEAM,),
                 ).fetchone()
             if row is not None and int(row[0]) == relationships:
+                # Bring the loaded database up to the current schema and
+                # functions (new migrations, changed function files).
+                migrate(bench, settings.migrations_dir, settings.sql_dir)
+                with psycopg.connect(bench, autocommit=True) as bench_conn:
+                    bench_conn.execute("ANALYZE dm_private.relationships")
                 return bench
         conn.execute(
             sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(BENCH_DATABASE))
@@ -485,6 +490,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     parser.add_argument(
         "--reuse",
         action="store_true",
-        help="reuse the loaded bench database as it is (no migration) when it holds the same size",
+        help="reuse the loaded bench database when it holds the same size (pending migrations and "
+        "changed function files are applied first)",
     )
     parser.set_defaults(handler=_bench_discovery)

@@ -12,75 +12,11 @@
 --   r7 PostgreSQL runs_on Linux (bob), only evidence e6 is labelled pii
 -- Team B: rb1 Mark works_on Secret Project.
 BEGIN;
-SELECT plan(41);
+SELECT plan(52);
 
--- Fixture: two teams with shared names. Team A: alice, bob (authors), carol (reviewer).
-INSERT INTO dm_private.teams (team_id, name) VALUES
-    ('aaaaaaaa-0000-0000-0000-000000000000', 'disc team a'),
-    ('bbbbbbbb-0000-0000-0000-000000000000', 'disc team b');
-INSERT INTO dm_private.profiles (team_id, profile_id, name) VALUES
-    ('aaaaaaaa-0000-0000-0000-000000000000', 'aaaaaaaa-0000-0000-0000-0000000000a1', 'alice'),
-    ('aaaaaaaa-0000-0000-0000-000000000000', 'aaaaaaaa-0000-0000-0000-0000000000a2', 'bob'),
-    ('aaaaaaaa-0000-0000-0000-000000000000', 'aaaaaaaa-0000-0000-0000-0000000000a3', 'carol'),
-    ('bbbbbbbb-0000-0000-0000-000000000000', 'bbbbbbbb-0000-0000-0000-0000000000b1', 'eve');
-INSERT INTO dm_private.sources (team_id, source_id, external_id, kind) VALUES
-    ('aaaaaaaa-0000-0000-0000-000000000000', 'aaaaaaaa-0000-0000-0000-00000000005a', 'chat:1', 'chat'),
-    ('bbbbbbbb-0000-0000-0000-000000000000', 'bbbbbbbb-0000-0000-0000-00000000005b', 'chat:1', 'chat');
-INSERT INTO dm_private.source_revisions (team_id, source_id, revision_id, revision_label, revision_number, is_current) VALUES
-    ('aaaaaaaa-0000-0000-0000-000000000000', 'aaaaaaaa-0000-0000-0000-00000000005a', 'aaaaaaaa-0000-0000-0000-0000000005a1', 'v1', 1, true),
-    ('bbbbbbbb-0000-0000-0000-000000000000', 'bbbbbbbb-0000-0000-0000-00000000005b', 'bbbbbbbb-0000-0000-0000-0000000005b1', 'v1', 1, true);
-INSERT INTO dm_private.evidence (team_id, evidence_id, source_id, revision_id, owner_profile_id, text, content_hash, labels)
-SELECT t.team, t.ev, t.src, t.rev, t.owner, t.body, pg_catalog.sha256(pg_catalog.convert_to(t.body, 'UTF8')), t.labels::jsonb
-FROM (VALUES
-    ('aaaaaaaa-0000-0000-0000-000000000000'::uuid, 'aaaaaaaa-0000-0000-0000-0000000000e1'::uuid, 'aaaaaaaa-0000-0000-0000-00000000005a'::uuid, 'aaaaaaaa-0000-0000-0000-0000000005a1'::uuid, 'aaaaaaaa-0000-0000-0000-0000000000a1'::uuid, 'EVTEXT-1 Mark works on Dense-Mem every day.', '{}'),
-    ('aaaaaaaa-0000-0000-0000-000000000000', 'aaaaaaaa-0000-0000-0000-0000000000e2', 'aaaaaaaa-0000-0000-0000-00000000005a', 'aaaaaaaa-0000-0000-0000-0000000005a1', 'aaaaaaaa-0000-0000-0000-0000000000a1', 'EVTEXT-2 Dense-Mem stores everything in PostgreSQL.', '{}'),
-    ('aaaaaaaa-0000-0000-0000-000000000000', 'aaaaaaaa-0000-0000-0000-0000000000e3', 'aaaaaaaa-0000-0000-0000-00000000005a', 'aaaaaaaa-0000-0000-0000-0000000005a1', 'aaaaaaaa-0000-0000-0000-0000000000a2', 'EVTEXT-3 Dense-Mem caches sessions in Redis.', '{}'),
-    ('aaaaaaaa-0000-0000-0000-000000000000', 'aaaaaaaa-0000-0000-0000-0000000000e4', 'aaaaaaaa-0000-0000-0000-00000000005a', 'aaaaaaaa-0000-0000-0000-0000000005a1', 'aaaaaaaa-0000-0000-0000-0000000000a1', 'EVTEXT-4 Mark maintains the team wiki.', '{}'),
-    ('aaaaaaaa-0000-0000-0000-000000000000', 'aaaaaaaa-0000-0000-0000-0000000000e5', 'aaaaaaaa-0000-0000-0000-00000000005a', 'aaaaaaaa-0000-0000-0000-0000000005a1', 'aaaaaaaa-0000-0000-0000-0000000000a2', 'EVTEXT-5 Bob says Mark works on the Wiki, not Dense-Mem.', '{}'),
-    ('aaaaaaaa-0000-0000-0000-000000000000', 'aaaaaaaa-0000-0000-0000-0000000000e6', 'aaaaaaaa-0000-0000-0000-00000000005a', 'aaaaaaaa-0000-0000-0000-0000000005a1', 'aaaaaaaa-0000-0000-0000-0000000000a2', 'EVTEXT-6 PostgreSQL runs on Linux.', '{"pii": true}'),
-    ('bbbbbbbb-0000-0000-0000-000000000000', 'bbbbbbbb-0000-0000-0000-0000000000e1', 'bbbbbbbb-0000-0000-0000-00000000005b', 'bbbbbbbb-0000-0000-0000-0000000005b1', 'bbbbbbbb-0000-0000-0000-0000000000b1', 'EVTEXT-B1 Mark works on Secret Project.', '{}')
-) AS t (team, ev, src, rev, owner, body, labels);
-INSERT INTO dm_private.entities (team_id, entity_id, canonical_name, normalized_name, kind) VALUES
-    ('aaaaaaaa-0000-0000-0000-000000000000', 'aaaaaaaa-0000-0000-0000-00000000ee01', 'Mark', 'mark', 'person'),
-    ('aaaaaaaa-0000-0000-0000-000000000000', 'aaaaaaaa-0000-0000-0000-00000000ee02', 'Dense-Mem', 'dense-mem', 'project'),
-    ('aaaaaaaa-0000-0000-0000-000000000000', 'aaaaaaaa-0000-0000-0000-00000000ee03', 'PostgreSQL', 'postgresql', 'software'),
-    ('aaaaaaaa-0000-0000-0000-000000000000', 'aaaaaaaa-0000-0000-0000-00000000ee04', 'Redis', 'redis', 'software'),
-    ('aaaaaaaa-0000-0000-0000-000000000000', 'aaaaaaaa-0000-0000-0000-00000000ee05', 'Wiki', 'wiki', 'thing'),
-    ('aaaaaaaa-0000-0000-0000-000000000000', 'aaaaaaaa-0000-0000-0000-00000000ee06', 'Linux', 'linux', 'software'),
-    ('bbbbbbbb-0000-0000-0000-000000000000', 'bbbbbbbb-0000-0000-0000-00000000ee01', 'Mark', 'mark', 'person'),
-    ('bbbbbbbb-0000-0000-0000-000000000000', 'bbbbbbbb-0000-0000-0000-00000000ee02', 'Secret Project', 'secret project', 'project');
-INSERT INTO dm_private.entity_names (team_id, entity_id, name, normalized_name, is_canonical)
-SELECT e.team_id, e.entity_id, e.canonical_name, e.normalized_name, true FROM dm_private.entities AS e
-WHERE e.team_id IN ('aaaaaaaa-0000-0000-0000-000000000000', 'bbbbbbbb-0000-0000-0000-000000000000');
-INSERT INTO dm_private.entity_names (team_id, entity_id, name, normalized_name, is_canonical) VALUES
-    ('aaaaaaaa-0000-0000-0000-000000000000', 'aaaaaaaa-0000-0000-0000-00000000ee02', 'densemem', 'densemem', false);
--- r1 Mark works_on Dense-Mem (alice, fact); r2 Dense-Mem uses PostgreSQL (alice);
--- r3 Dense-Mem uses Redis (bob); r4 Mark maintains Wiki (alice);
--- r5 Mark works_on Wiki (bob, validated) conflicts with r1 (object_mismatch);
--- r6 Mark works_on Linux (bob, candidate: never eligible);
--- r7 PostgreSQL runs_on Linux (bob) supported only by pii evidence;
--- rb1 team B: Mark works_on Secret Project.
-INSERT INTO dm_private.relationships (team_id, relationship_id, subject_entity_id, predicate, object_entity_id,
-                                      owner_profile_id, tier, status) VALUES
-    ('aaaaaaaa-0000-0000-0000-000000000000', 'aaaaaaaa-0000-0000-0000-0000000000f1', 'aaaaaaaa-0000-0000-0000-00000000ee01', 'works_on', 'aaaaaaaa-0000-0000-0000-00000000ee02', 'aaaaaaaa-0000-0000-0000-0000000000a1', 'fact', 'active'),
-    ('aaaaaaaa-0000-0000-0000-000000000000', 'aaaaaaaa-0000-0000-0000-0000000000f2', 'aaaaaaaa-0000-0000-0000-00000000ee02', 'uses', 'aaaaaaaa-0000-0000-0000-00000000ee03', 'aaaaaaaa-0000-0000-0000-0000000000a1', 'validated_claim', 'active'),
-    ('aaaaaaaa-0000-0000-0000-000000000000', 'aaaaaaaa-0000-0000-0000-0000000000f3', 'aaaaaaaa-0000-0000-0000-00000000ee02', 'uses', 'aaaaaaaa-0000-0000-0000-00000000ee04', 'aaaaaaaa-0000-0000-0000-0000000000a2', 'validated_claim', 'active'),
-    ('aaaaaaaa-0000-0000-0000-000000000000', 'aaaaaaaa-0000-0000-0000-0000000000f4', 'aaaaaaaa-0000-0000-0000-00000000ee01', 'maintains', 'aaaaaaaa-0000-0000-0000-00000000ee05', 'aaaaaaaa-0000-0000-0000-0000000000a1', 'fact', 'active'),
-    ('aaaaaaaa-0000-0000-0000-000000000000', 'aaaaaaaa-0000-0000-0000-0000000000f5', 'aaaaaaaa-0000-0000-0000-00000000ee01', 'works_on', 'aaaaaaaa-0000-0000-0000-00000000ee05', 'aaaaaaaa-0000-0000-0000-0000000000a2', 'validated_claim', 'active'),
-    ('aaaaaaaa-0000-0000-0000-000000000000', 'aaaaaaaa-0000-0000-0000-0000000000f6', 'aaaaaaaa-0000-0000-0000-00000000ee01', 'works_on', 'aaaaaaaa-0000-0000-0000-00000000ee06', 'aaaaaaaa-0000-0000-0000-0000000000a2', 'candidate', 'pending_evidence'),
-    ('aaaaaaaa-0000-0000-0000-000000000000', 'aaaaaaaa-0000-0000-0000-0000000000f7', 'aaaaaaaa-0000-0000-0000-00000000ee03', 'runs_on', 'aaaaaaaa-0000-0000-0000-00000000ee06', 'aaaaaaaa-0000-0000-0000-0000000000a2', 'fact', 'active'),
-    ('bbbbbbbb-0000-0000-0000-000000000000', 'bbbbbbbb-0000-0000-0000-0000000000f1', 'bbbbbbbb-0000-0000-0000-00000000ee01', 'works_on', 'bbbbbbbb-0000-0000-0000-00000000ee02', 'bbbbbbbb-0000-0000-0000-0000000000b1', 'fact', 'active');
-INSERT INTO dm_private.relationship_evidence (team_id, relationship_id, evidence_id, span_start, span_end) VALUES
-    ('aaaaaaaa-0000-0000-0000-000000000000', 'aaaaaaaa-0000-0000-0000-0000000000f1', 'aaaaaaaa-0000-0000-0000-0000000000e1', 9, 32),
-    ('aaaaaaaa-0000-0000-0000-000000000000', 'aaaaaaaa-0000-0000-0000-0000000000f2', 'aaaaaaaa-0000-0000-0000-0000000000e2', NULL, NULL),
-    ('aaaaaaaa-0000-0000-0000-000000000000', 'aaaaaaaa-0000-0000-0000-0000000000f3', 'aaaaaaaa-0000-0000-0000-0000000000e3', NULL, NULL),
-    ('aaaaaaaa-0000-0000-0000-000000000000', 'aaaaaaaa-0000-0000-0000-0000000000f4', 'aaaaaaaa-0000-0000-0000-0000000000e4', NULL, NULL),
-    ('aaaaaaaa-0000-0000-0000-000000000000', 'aaaaaaaa-0000-0000-0000-0000000000f5', 'aaaaaaaa-0000-0000-0000-0000000000e5', NULL, NULL),
-    ('aaaaaaaa-0000-0000-0000-000000000000', 'aaaaaaaa-0000-0000-0000-0000000000f6', 'aaaaaaaa-0000-0000-0000-0000000000e5', NULL, NULL),
-    ('aaaaaaaa-0000-0000-0000-000000000000', 'aaaaaaaa-0000-0000-0000-0000000000f7', 'aaaaaaaa-0000-0000-0000-0000000000e6', NULL, NULL),
-    ('bbbbbbbb-0000-0000-0000-000000000000', 'bbbbbbbb-0000-0000-0000-0000000000f1', 'bbbbbbbb-0000-0000-0000-0000000000e1', NULL, NULL);
-INSERT INTO dm_private.conflicts (team_id, conflict_id, relationship_id, conflicting_relationship_id, kind) VALUES
-    ('aaaaaaaa-0000-0000-0000-000000000000', 'aaaaaaaa-0000-0000-0000-0000000000c1', 'aaaaaaaa-0000-0000-0000-0000000000f1', 'aaaaaaaa-0000-0000-0000-0000000000f5', 'object_mismatch');
+-- Fixture: two teams with shared names (tests/pgtap/fixtures/discovery_two_teams.sql).
+DO $fixture$ BEGIN EXECUTE pg_catalog.pg_read_file(
+    pg_catalog.current_setting('densemem_test.pgtap_dir') || '/fixtures/discovery_two_teams.sql'); END $fixture$;
 
 -- Settings with a generous time budget, so that a loaded test machine cannot
 -- turn a correctness check into a budget check.
@@ -248,6 +184,93 @@ SELECT is(pg_temp.edge((SELECT answer FROM answers WHERE name = 'mark'), 'aaaaaa
 SELECT ok(NOT (pg_temp.edge((SELECT answer FROM answers WHERE name = 'mark'), 'aaaaaaaa-0000-0000-0000-0000000000f4')
               ? 'owner_profile'),
           'an edge where authorship does not matter carries no owner profile');
+
+-- ---------------------------------------------------------------- conflicts respect predicate cardinality
+
+-- The rule itself: opposite polarity on one object always disagrees;
+-- different objects only for a single-valued predicate with both sides positive.
+SELECT is(dm_private.relationships_disagree('uses', '+', 'aaaaaaaa-0000-0000-0000-00000000ee04', NULL,
+                                            '-', 'aaaaaaaa-0000-0000-0000-00000000ee04', NULL, '{}'),
+          true, 'opposite polarity on the same object conflicts, even for a multi-valued predicate');
+SELECT is(dm_private.relationships_disagree('lives_in', '+', NULL, 'Berlin', '+', NULL, 'Paris', '{lives_in}'),
+          true, 'different objects of a single-valued predicate conflict');
+SELECT is(dm_private.relationships_disagree('uses', '+', NULL, 'vim', '+', NULL, 'emacs', '{lives_in}'),
+          false, 'different objects of a multi-valued predicate do not conflict');
+SELECT is(dm_private.relationships_disagree('lives_in', '+', NULL, 'Berlin', '-', NULL, 'Paris', '{lives_in}'),
+          false, 'lives in Berlin and does not live in Paris agree');
+SELECT is(dm_private.relationships_disagree('lives_in', '+', NULL, 'Berlin', '+', NULL, 'Berlin', '{lives_in}'),
+          false, 'the same statement twice is no conflict');
+SELECT ok('lives_in' = ANY(dm_private.single_valued_predicates('aaaaaaaa-0000-0000-0000-000000000000'))
+          AND 'works_on' = ANY(dm_private.single_valued_predicates('aaaaaaaa-0000-0000-0000-000000000000'))
+          AND NOT ('works_on' = ANY(dm_private.single_valued_predicates('bbbbbbbb-0000-0000-0000-000000000000')))
+          AND NOT ('uses' = ANY(dm_private.single_valued_predicates('aaaaaaaa-0000-0000-0000-000000000000'))),
+          'single-valued predicates: the defaults (lives_in), plus a team''s own rows (team A: works_on) for that team only');
+
+-- Without team A's works_on row (the default: multi-valued) the recorded
+-- r1 / r5 disagreement is no conflict: Mark may work on Dense-Mem and the Wiki.
+DELETE FROM dm_private.predicate_cardinalities
+WHERE team_id = 'aaaaaaaa-0000-0000-0000-000000000000' AND predicate = 'works_on';
+INSERT INTO answers VALUES ('multi', pg_temp.disc('What does Mark work on?'));
+SELECT ok(NOT (pg_temp.edge((SELECT answer FROM answers WHERE name = 'multi'), 'aaaaaaaa-0000-0000-0000-0000000000f1')
+               ? 'conflicts')
+          AND NOT (pg_temp.edge((SELECT answer FROM answers WHERE name = 'multi'), 'aaaaaaaa-0000-0000-0000-0000000000f5')
+                   ? 'conflicts'),
+          'different objects of a multi-valued predicate (works_on by default) carry no conflict reference');
+SELECT ok(NOT (pg_temp.edge((SELECT answer FROM answers WHERE name = 'multi'), 'aaaaaaaa-0000-0000-0000-0000000000f1')
+               ? 'owner_profile'),
+          'without a conflict (or corroboration) authorship does not matter: no owner profile');
+INSERT INTO dm_private.predicate_cardinalities (team_id, predicate, cardinality) VALUES
+    ('aaaaaaaa-0000-0000-0000-000000000000', 'works_on', 'single');
+
+-- A default single-valued predicate (lives_in), a team override to
+-- multi-valued, and opposite polarity on a multi-valued one (uses).
+--   r10 Mark lives_in Berlin (alice) vs r11 Mark lives_in Paris (bob): object_mismatch
+--   r12 Mark uses Redis (alice) vs r13 Mark does not use Redis (bob): polarity_mismatch
+--   r12 vs r14 Mark uses PostgreSQL (bob): object_mismatch of a multi-valued predicate
+INSERT INTO dm_private.entities (team_id, entity_id, canonical_name, normalized_name, kind) VALUES
+    ('aaaaaaaa-0000-0000-0000-000000000000', 'aaaaaaaa-0000-0000-0000-00000000ee07', 'Berlin', 'berlin', 'place'),
+    ('aaaaaaaa-0000-0000-0000-000000000000', 'aaaaaaaa-0000-0000-0000-00000000ee08', 'Paris', 'paris', 'place');
+INSERT INTO dm_private.relationships (team_id, relationship_id, subject_entity_id, predicate, object_entity_id,
+                                      polarity, owner_profile_id, tier, status) VALUES
+    ('aaaaaaaa-0000-0000-0000-000000000000', 'aaaaaaaa-0000-0000-0000-000000000010', 'aaaaaaaa-0000-0000-0000-00000000ee01', 'lives_in', 'aaaaaaaa-0000-0000-0000-00000000ee07', '+', 'aaaaaaaa-0000-0000-0000-0000000000a1', 'fact', 'active'),
+    ('aaaaaaaa-0000-0000-0000-000000000000', 'aaaaaaaa-0000-0000-0000-000000000011', 'aaaaaaaa-0000-0000-0000-00000000ee01', 'lives_in', 'aaaaaaaa-0000-0000-0000-00000000ee08', '+', 'aaaaaaaa-0000-0000-0000-0000000000a2', 'validated_claim', 'active'),
+    ('aaaaaaaa-0000-0000-0000-000000000000', 'aaaaaaaa-0000-0000-0000-000000000012', 'aaaaaaaa-0000-0000-0000-00000000ee01', 'uses', 'aaaaaaaa-0000-0000-0000-00000000ee04', '+', 'aaaaaaaa-0000-0000-0000-0000000000a1', 'fact', 'active'),
+    ('aaaaaaaa-0000-0000-0000-000000000000', 'aaaaaaaa-0000-0000-0000-000000000013', 'aaaaaaaa-0000-0000-0000-00000000ee01', 'uses', 'aaaaaaaa-0000-0000-0000-00000000ee04', '-', 'aaaaaaaa-0000-0000-0000-0000000000a2', 'validated_claim', 'active'),
+    ('aaaaaaaa-0000-0000-0000-000000000000', 'aaaaaaaa-0000-0000-0000-000000000014', 'aaaaaaaa-0000-0000-0000-00000000ee01', 'uses', 'aaaaaaaa-0000-0000-0000-00000000ee03', '+', 'aaaaaaaa-0000-0000-0000-0000000000a2', 'validated_claim', 'active');
+INSERT INTO dm_private.relationship_evidence (team_id, relationship_id, evidence_id)
+SELECT 'aaaaaaaa-0000-0000-0000-000000000000', r.id, r.ev
+FROM (VALUES ('aaaaaaaa-0000-0000-0000-000000000010'::uuid, 'aaaaaaaa-0000-0000-0000-0000000000e1'::uuid),
+             ('aaaaaaaa-0000-0000-0000-000000000011', 'aaaaaaaa-0000-0000-0000-0000000000e5'),
+             ('aaaaaaaa-0000-0000-0000-000000000012', 'aaaaaaaa-0000-0000-0000-0000000000e1'),
+             ('aaaaaaaa-0000-0000-0000-000000000013', 'aaaaaaaa-0000-0000-0000-0000000000e5'),
+             ('aaaaaaaa-0000-0000-0000-000000000014', 'aaaaaaaa-0000-0000-0000-0000000000e5')) AS r (id, ev);
+INSERT INTO dm_private.conflicts (team_id, conflict_id, relationship_id, conflicting_relationship_id, kind) VALUES
+    ('aaaaaaaa-0000-0000-0000-000000000000', 'aaaaaaaa-0000-0000-0000-0000000000c2', 'aaaaaaaa-0000-0000-0000-000000000010', 'aaaaaaaa-0000-0000-0000-000000000011', 'object_mismatch'),
+    ('aaaaaaaa-0000-0000-0000-000000000000', 'aaaaaaaa-0000-0000-0000-0000000000c3', 'aaaaaaaa-0000-0000-0000-000000000012', 'aaaaaaaa-0000-0000-0000-000000000013', 'polarity_mismatch'),
+    ('aaaaaaaa-0000-0000-0000-000000000000', 'aaaaaaaa-0000-0000-0000-0000000000c4', 'aaaaaaaa-0000-0000-0000-000000000012', 'aaaaaaaa-0000-0000-0000-000000000014', 'object_mismatch');
+SELECT is(pg_temp.edge(pg_temp.disc('Where does Mark live?'), 'aaaaaaaa-0000-0000-0000-000000000010') #>> '{conflicts,0,relationship_id}',
+          'aaaaaaaa-0000-0000-0000-000000000011',
+          'different objects of a default single-valued predicate (lives_in) conflict');
+INSERT INTO dm_private.predicate_cardinalities (team_id, predicate, cardinality) VALUES
+    ('aaaaaaaa-0000-0000-0000-000000000000', 'lives_in', 'multi');
+SELECT ok(pg_temp.edge(pg_temp.disc('Where does Mark live?'), 'aaaaaaaa-0000-0000-0000-000000000010') IS NOT NULL
+          AND NOT (pg_temp.edge(pg_temp.disc('Where does Mark live?'), 'aaaaaaaa-0000-0000-0000-000000000010') ? 'conflicts'),
+          'a team that declares lives_in multi-valued sees no conflict there');
+SELECT is((SELECT array_agg(c ->> 'relationship_id' ORDER BY c ->> 'relationship_id')
+           FROM jsonb_array_elements(pg_temp.edge(pg_temp.disc('What does Mark use?'), 'aaaaaaaa-0000-0000-0000-000000000012')
+                                     -> 'conflicts') AS c),
+          ARRAY['aaaaaaaa-0000-0000-0000-000000000013'],
+          'uses (multi-valued): opposite polarity on the same object conflicts, a different object does not');
+DELETE FROM dm_private.conflicts WHERE conflict_id IN ('aaaaaaaa-0000-0000-0000-0000000000c2', 'aaaaaaaa-0000-0000-0000-0000000000c3',
+                                                       'aaaaaaaa-0000-0000-0000-0000000000c4');
+DELETE FROM dm_private.relationship_evidence WHERE relationship_id IN ('aaaaaaaa-0000-0000-0000-000000000010',
+    'aaaaaaaa-0000-0000-0000-000000000011', 'aaaaaaaa-0000-0000-0000-000000000012', 'aaaaaaaa-0000-0000-0000-000000000013',
+    'aaaaaaaa-0000-0000-0000-000000000014');
+DELETE FROM dm_private.relationships WHERE relationship_id IN ('aaaaaaaa-0000-0000-0000-000000000010',
+    'aaaaaaaa-0000-0000-0000-000000000011', 'aaaaaaaa-0000-0000-0000-000000000012', 'aaaaaaaa-0000-0000-0000-000000000013',
+    'aaaaaaaa-0000-0000-0000-000000000014');
+DELETE FROM dm_private.predicate_cardinalities
+WHERE team_id = 'aaaaaaaa-0000-0000-0000-000000000000' AND predicate = 'lives_in';
 
 -- Without preference r1 and r5 tie and r1 (smaller id) comes first; a
 -- preferred correction r5 ranks higher, and r1 stays, unchanged.

@@ -205,6 +205,12 @@ VALUES
      'densemem_app, densemem_analyst, densemem_operator, densemem_searcher'),
     ('dm_private.team_vector_indexes', 'SELECT',
      'densemem_app, densemem_analyst, densemem_operator, densemem_searcher'),
+    -- 0031: a team's predicate cardinalities are configuration (the service
+    -- may change them); the global defaults are read-only.
+    ('dm_private.predicate_cardinalities', 'SELECT, INSERT, UPDATE, DELETE', 'densemem_app'),
+    ('dm_private.predicate_cardinalities', 'SELECT', 'densemem_analyst, densemem_operator'),
+    ('dm_private.predicate_cardinality_defaults', 'SELECT',
+     'densemem_app, densemem_analyst, densemem_operator, densemem_searcher'),
     -- 0030: the service rebuilds a team's communities (delete its rows, insert new ones).
     ('dm_private.communities', 'SELECT, INSERT, DELETE', 'densemem_app'),
     ('dm_private.communities', 'SELECT', 'densemem_analyst, densemem_operator'),

@@ -16,6 +16,10 @@ SELECT plan(14);
 --                                    the default phrase-to-predicate mapping
 --                                    of dm.parse_query for every team (0010);
 --                                    a team's own rows are in predicate_synonyms.
+--   dm_private.predicate_cardinality_defaults
+--                                    the default single / multi-valued
+--                                    predicates (0031); a team's own rows
+--                                    are in predicate_cardinalities.
 --   dm_private.search_index_profiles versioned vector-index settings of the
 --                                    installation (0020), like ranking_profiles.
 --   dm_migrations.applied_migrations, dm_migrations.applied_function_files
@@ -26,6 +30,7 @@ VALUES
     ('dm_private.embedding_contracts'),
     ('dm_private.ranking_profiles'),
     ('dm_private.predicate_synonym_defaults'),
+    ('dm_private.predicate_cardinality_defaults'),
     ('dm_private.search_index_profiles'),
     ('dm_migrations.applied_migrations'),
     ('dm_migrations.applied_function_files');

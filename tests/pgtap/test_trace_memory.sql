@@ -3,75 +3,11 @@
 -- as a tombstone), verification events, transitions, supersession lineage
 -- and conflicts. Another team's ID answers exactly like a missing one.
 BEGIN;
-SELECT plan(23);
+SELECT plan(25);
 
--- Fixture: two teams with shared names. Team A: alice, bob (authors), carol (reviewer).
-INSERT INTO dm_private.teams (team_id, name) VALUES
-    ('aaaaaaaa-0000-0000-0000-000000000000', 'disc team a'),
-    ('bbbbbbbb-0000-0000-0000-000000000000', 'disc team b');
-INSERT INTO dm_private.profiles (team_id, profile_id, name) VALUES
-    ('aaaaaaaa-0000-0000-0000-000000000000', 'aaaaaaaa-0000-0000-0000-0000000000a1', 'alice'),
-    ('aaaaaaaa-0000-0000-0000-000000000000', 'aaaaaaaa-0000-0000-0000-0000000000a2', 'bob'),
-    ('aaaaaaaa-0000-0000-0000-000000000000', 'aaaaaaaa-0000-0000-0000-0000000000a3', 'carol'),
-    ('bbbbbbbb-0000-0000-0000-000000000000', 'bbbbbbbb-0000-0000-0000-0000000000b1', 'eve');
-INSERT INTO dm_private.sources (team_id, source_id, external_id, kind) VALUES
-    ('aaaaaaaa-0000-0000-0000-000000000000', 'aaaaaaaa-0000-0000-0000-00000000005a', 'chat:1', 'chat'),
-    ('bbbbbbbb-0000-0000-0000-000000000000', 'bbbbbbbb-0000-0000-0000-00000000005b', 'chat:1', 'chat');
-INSERT INTO dm_private.source_revisions (team_id, source_id, revision_id, revision_label, revision_number, is_current) VALUES
-    ('aaaaaaaa-0000-0000-0000-000000000000', 'aaaaaaaa-0000-0000-0000-00000000005a', 'aaaaaaaa-0000-0000-0000-0000000005a1', 'v1', 1, true),
-    ('bbbbbbbb-0000-0000-0000-000000000000', 'bbbbbbbb-0000-0000-0000-00000000005b', 'bbbbbbbb-0000-0000-0000-0000000005b1', 'v1', 1, true);
-INSERT INTO dm_private.evidence (team_id, evidence_id, source_id, revision_id, owner_profile_id, text, content_hash, labels)
-SELECT t.team, t.ev, t.src, t.rev, t.owner, t.body, pg_catalog.sha256(pg_catalog.convert_to(t.body, 'UTF8')), t.labels::jsonb
-FROM (VALUES
-    ('aaaaaaaa-0000-0000-0000-000000000000'::uuid, 'aaaaaaaa-0000-0000-0000-0000000000e1'::uuid, 'aaaaaaaa-0000-0000-0000-00000000005a'::uuid, 'aaaaaaaa-0000-0000-0000-0000000005a1'::uuid, 'aaaaaaaa-0000-0000-0000-0000000000a1'::uuid, 'EVTEXT-1 Mark works on Dense-Mem every day.', '{}'),
-    ('aaaaaaaa-0000-0000-0000-000000000000', 'aaaaaaaa-0000-0000-0000-0000000000e2', 'aaaaaaaa-0000-0000-0000-00000000005a', 'aaaaaaaa-0000-0000-0000-0000000005a1', 'aaaaaaaa-0000-0000-0000-0000000000a1', 'EVTEXT-2 Dense-Mem stores everything in PostgreSQL.', '{}'),
-    ('aaaaaaaa-0000-0000-0000-000000000000', 'aaaaaaaa-0000-0000-0000-0000000000e3', 'aaaaaaaa-0000-0000-0000-00000000005a', 'aaaaaaaa-0000-0000-0000-0000000005a1', 'aaaaaaaa-0000-0000-0000-0000000000a2', 'EVTEXT-3 Dense-Mem caches sessions in Redis.', '{}'),
-    ('aaaaaaaa-0000-0000-0000-000000000000', 'aaaaaaaa-0000-0000-0000-0000000000e4', 'aaaaaaaa-0000-0000-0000-00000000005a', 'aaaaaaaa-0000-0000-0000-0000000005a1', 'aaaaaaaa-0000-0000-0000-0000000000a1', 'EVTEXT-4 Mark maintains the team wiki.', '{}'),
-    ('aaaaaaaa-0000-0000-0000-000000000000', 'aaaaaaaa-0000-0000-0000-0000000000e5', 'aaaaaaaa-0000-0000-0000-00000000005a', 'aaaaaaaa-0000-0000-0000-0000000005a1', 'aaaaaaaa-0000-0000-0000-0000000000a2', 'EVTEXT-5 Bob says Mark works on the Wiki, not Dense-Mem.', '{}'),
-    ('aaaaaaaa-0000-0000-0000-000000000000', 'aaaaaaaa-0000-0000-0000-0000000000e6', 'aaaaaaaa-0000-0000-0000-00000000005a', 'aaaaaaaa-0000-0000-0000-0000000005a1', 'aaaaaaaa-0000-0000-0000-0000000000a2', 'EVTEXT-6 PostgreSQL runs on Linux.', '{"pii": true}'),
-    ('bbbbbbbb-0000-0000-0000-000000000000', 'bbbbbbbb-0000-0000-0000-0000000000e1', 'bbbbbbbb-0000-0000-0000-00000000005b', 'bbbbbbbb-0000-0000-0000-0000000005b1', 'bbbbbbbb-0000-0000-0000-0000000000b1', 'EVTEXT-B1 Mark works on Secret Project.', '{}')
-) AS t (team, ev, src, rev, owner, body, labels);
-INSERT INTO dm_private.entities (team_id, entity_id, canonical_name, normalized_name, kind) VALUES
-    ('aaaaaaaa-0000-0000-0000-000000000000', 'aaaaaaaa-0000-0000-0000-00000000ee01', 'Mark', 'mark', 'person'),
-    ('aaaaaaaa-0000-0000-0000-000000000000', 'aaaaaaaa-0000-0000-0000-00000000ee02', 'Dense-Mem', 'dense-mem', 'project'),
-    ('aaaaaaaa-0000-0000-0000-000000000000', 'aaaaaaaa-0000-0000-0000-00000000ee03', 'PostgreSQL', 'postgresql', 'software'),
-    ('aaaaaaaa-0000-0000-0000-000000000000', 'aaaaaaaa-0000-0000-0000-00000000ee04', 'Redis', 'redis', 'software'),
-    ('aaaaaaaa-0000-0000-0000-000000000000', 'aaaaaaaa-0000-0000-0000-00000000ee05', 'Wiki', 'wiki', 'thing'),
-    ('aaaaaaaa-0000-0000-0000-000000000000', 'aaaaaaaa-0000-0000-0000-00000000ee06', 'Linux', 'linux', 'software'),
-    ('bbbbbbbb-0000-0000-0000-000000000000', 'bbbbbbbb-0000-0000-0000-00000000ee01', 'Mark', 'mark', 'person'),
-    ('bbbbbbbb-0000-0000-0000-000000000000', 'bbbbbbbb-0000-0000-0000-00000000ee02', 'Secret Project', 'secret project', 'project');
-INSERT INTO dm_private.entity_names (team_id, entity_id, name, normalized_name, is_canonical)
-SELECT e.team_id, e.entity_id, e.canonical_name, e.normalized_name, true FROM dm_private.entities AS e
-WHERE e.team_id IN ('aaaaaaaa-0000-0000-0000-000000000000', 'bbbbbbbb-0000-0000-0000-000000000000');
-INSERT INTO dm_private.entity_names (team_id, entity_id, name, normalized_name, is_canonical) VALUES
-    ('aaaaaaaa-0000-0000-0000-000000000000', 'aaaaaaaa-0000-0000-0000-00000000ee02', 'densemem', 'densemem', false);
--- r1 Mark works_on Dense-Mem (alice, fact); r2 Dense-Mem uses PostgreSQL (alice);
--- r3 Dense-Mem uses Redis (bob); r4 Mark maintains Wiki (alice);
--- r5 Mark works_on Wiki (bob, validated) conflicts with r1 (object_mismatch);
--- r6 Mark works_on Linux (bob, candidate: never eligible);
--- r7 PostgreSQL runs_on Linux (bob) supported only by pii evidence;
--- rb1 team B: Mark works_on Secret Project.
-INSERT INTO dm_private.relationships (team_id, relationship_id, subject_entity_id, predicate, object_entity_id,
-                                      owner_profile_id, tier, status) VALUES
-    ('aaaaaaaa-0000-0000-0000-000000000000', 'aaaaaaaa-0000-0000-0000-0000000000f1', 'aaaaaaaa-0000-0000-0000-00000000ee01', 'works_on', 'aaaaaaaa-0000-0000-0000-00000000ee02', 'aaaaaaaa-0000-0000-0000-0000000000a1', 'fact', 'active'),
-    ('aaaaaaaa-0000-0000-0000-000000000000', 'aaaaaaaa-0000-0000-0000-0000000000f2', 'aaaaaaaa-0000-0000-0000-00000000ee02', 'uses', 'aaaaaaaa-0000-0000-0000-00000000ee03', 'aaaaaaaa-0000-0000-0000-0000000000a1', 'validated_claim', 'active'),
-    ('aaaaaaaa-0000-0000-0000-000000000000', 'aaaaaaaa-0000-0000-0000-0000000000f3', 'aaaaaaaa-0000-0000-0000-00000000ee02', 'uses', 'aaaaaaaa-0000-0000-0000-00000000ee04', 'aaaaaaaa-0000-0000-0000-0000000000a2', 'validated_claim', 'active'),
-    ('aaaaaaaa-0000-0000-0000-000000000000', 'aaaaaaaa-0000-0000-0000-0000000000f4', 'aaaaaaaa-0000-0000-0000-00000000ee01', 'maintains', 'aaaaaaaa-0000-0000-0000-00000000ee05', 'aaaaaaaa-0000-0000-0000-0000000000a1', 'fact', 'active'),
-    ('aaaaaaaa-0000-0000-0000-000000000000', 'aaaaaaaa-0000-0000-0000-0000000000f5', 'aaaaaaaa-0000-0000-0000-00000000ee01', 'works_on', 'aaaaaaaa-0000-0000-0000-00000000ee05', 'aaaaaaaa-0000-0000-0000-0000000000a2', 'validated_claim', 'active'),
-    ('aaaaaaaa-0000-0000-0000-000000000000', 'aaaaaaaa-0000-0000-0000-0000000000f6', 'aaaaaaaa-0000-0000-0000-00000000ee01', 'works_on', 'aaaaaaaa-0000-0000-0000-00000000ee06', 'aaaaaaaa-0000-0000-0000-0000000000a2', 'candidate', 'pending_evidence'),
-    ('aaaaaaaa-0000-0000-0000-000000000000', 'aaaaaaaa-0000-0000-0000-0000000000f7', 'aaaaaaaa-0000-0000-0000-00000000ee03', 'runs_on', 'aaaaaaaa-0000-0000-0000-00000000ee06', 'aaaaaaaa-0000-0000-0000-0000000000a2', 'fact', 'active'),
-    ('bbbbbbbb-0000-0000-0000-000000000000', 'bbbbbbbb-0000-0000-0000-0000000000f1', 'bbbbbbbb-0000-0000-0000-00000000ee01', 'works_on', 'bbbbbbbb-0000-0000-0000-00000000ee02', 'bbbbbbbb-0000-0000-0000-0000000000b1', 'fact', 'active');
-INSERT INTO dm_private.relationship_evidence (team_id, relationship_id, evidence_id, span_start, span_end) VALUES
-    ('aaaaaaaa-0000-0000-0000-000000000000', 'aaaaaaaa-0000-0000-0000-0000000000f1', 'aaaaaaaa-0000-0000-0000-0000000000e1', 9, 32),
-    ('aaaaaaaa-0000-0000-0000-000000000000', 'aaaaaaaa-0000-0000-0000-0000000000f2', 'aaaaaaaa-0000-0000-0000-0000000000e2', NULL, NULL),
-    ('aaaaaaaa-0000-0000-0000-000000000000', 'aaaaaaaa-0000-0000-0000-0000000000f3', 'aaaaaaaa-0000-0000-0000-0000000000e3', NULL, NULL),
-    ('aaaaaaaa-0000-0000-0000-000000000000', 'aaaaaaaa-0000-0000-0000-0000000000f4', 'aaaaaaaa-0000-0000-0000-0000000000e4', NULL, NULL),
-    ('aaaaaaaa-0000-0000-0000-000000000000', 'aaaaaaaa-0000-0000-0000-0000000000f5', 'aaaaaaaa-0000-0000-0000-0000000000e5', NULL, NULL),
-    ('aaaaaaaa-0000-0000-0000-000000000000', 'aaaaaaaa-0000-0000-0000-0000000000f6', 'aaaaaaaa-0000-0000-0000-0000000000e5', NULL, NULL),
-    ('aaaaaaaa-0000-0000-0000-000000000000', 'aaaaaaaa-0000-0000-0000-0000000000f7', 'aaaaaaaa-0000-0000-0000-0000000000e6', NULL, NULL),
-    ('bbbbbbbb-0000-0000-0000-000000000000', 'bbbbbbbb-0000-0000-0000-0000000000f1', 'bbbbbbbb-0000-0000-0000-0000000000e1', NULL, NULL);
-INSERT INTO dm_private.conflicts (team_id, conflict_id, relationship_id, conflicting_relationship_id, kind) VALUES
-    ('aaaaaaaa-0000-0000-0000-000000000000', 'aaaaaaaa-0000-0000-0000-0000000000c1', 'aaaaaaaa-0000-0000-0000-0000000000f1', 'aaaaaaaa-0000-0000-0000-0000000000f5', 'object_mismatch');
+-- Fixture: two teams with shared names (tests/pgtap/fixtures/discovery_two_teams.sql).
+DO $fixture$ BEGIN EXECUTE pg_catalog.pg_read_file(
+    pg_catalog.current_setting('densemem_test.pgtap_dir') || '/fixtures/discovery_two_teams.sql'); END $fixture$;
 
 -- More history for r1: an erased evidence (tombstone), a quarantined one,
 -- a non-accepted link, two verification events and transitions.
@@ -178,6 +114,22 @@ SELECT is((SELECT answer FROM traces WHERE name = 'r1') #>> '{conflicts,0,other,
           'aaaaaaaa-0000-0000-0000-0000000000f5', 'the recorded conflict with the other relationship');
 SELECT is((SELECT answer FROM traces WHERE name = 'r1') #>> '{conflicts,0,other,owner_profile,name}', 'bob',
           'the conflicting relationship names its author');
+
+-- Conflicts respect predicate cardinality (migration 0031): the fixture's
+-- team A declares works_on single-valued; by default it is multi-valued.
+DELETE FROM dm_private.predicate_cardinalities
+WHERE team_id = 'aaaaaaaa-0000-0000-0000-000000000000' AND predicate = 'works_on';
+SELECT is(jsonb_array_length(pg_temp.trace('aaaaaaaa-0000-0000-0000-0000000000f1') -> 'conflicts'), 0,
+          'different objects of a multi-valued predicate are not a conflict in the trace');
+UPDATE dm_private.conflicts SET preferred_relationship_id = 'aaaaaaaa-0000-0000-0000-0000000000f5'
+WHERE conflict_id = 'aaaaaaaa-0000-0000-0000-0000000000c1';
+SELECT is(pg_temp.trace('aaaaaaaa-0000-0000-0000-0000000000f1') #>> '{conflicts,0,preferred_relationship_id}',
+          'aaaaaaaa-0000-0000-0000-0000000000f5',
+          'a conflict resolved by a correction (preferred side) stays in the trace whatever the cardinality');
+UPDATE dm_private.conflicts SET preferred_relationship_id = NULL
+WHERE conflict_id = 'aaaaaaaa-0000-0000-0000-0000000000c1';
+INSERT INTO dm_private.predicate_cardinalities (team_id, predicate, cardinality) VALUES
+    ('aaaaaaaa-0000-0000-0000-000000000000', 'works_on', 'single');
 
 -- Lineage both ways.
 INSERT INTO traces VALUES ('r11', pg_temp.trace('aaaaaaaa-0000-0000-0000-000000000f11'));

@@ -1,7 +1,8 @@
 """Trace and discovery through the public write path and the typed Python calls.
 
 Alice records that Mark works on Dense-Mem; Bob records that Mark works on the
-Wiki (a disagreement the write path records); Carol verifies both. Alice then
+Wiki (a disagreement the write path records, and a conflict because this team
+declares works_on single-valued); Carol verifies both. Alice then
 corrects herself with a replacement relationship. Trace must reconstruct the
 accepted evidence and the lifecycle lineage from the authoritative tables,
 discovery must offer the correction while Bob's knowledge stays intact and
@@ -51,6 +52,14 @@ def story(admin_conn: psycopg.Connection[Any]) -> dict[str, Any]:
     team, who = _team(admin_conn, "trace team", ["alice", "bob", "carol"])
     other, other_who = _team(admin_conn, "trace other team", ["eve"])
     ids: dict[str, Any] = {"team": team, "other": other, **who}
+    # In this team a person works on one project at a time: works_on is
+    # single-valued (by default it is multi-valued, see
+    # test_multi_valued_predicate_is_no_conflict), so Bob's Wiki disagrees.
+    admin_conn.execute(
+        "INSERT INTO dm_private.predicate_cardinalities (team_id, predicate, cardinality) "
+        "VALUES (%s, 'works_on', 'single')",
+        (team,),
+    )
 
     def as_(profile: uuid.UUID, team_id: uuid.UUID = team) -> Any:
         return acting_as(admin_conn, Principal(team_id, profile))
@@ -250,3 +259,37 @@ def test_proximity_and_communities_calls(admin_conn: psycopg.Connection[Any], st
         count = trace.refresh_communities(cur, team_id=story["team"])
     assert hops == {story["e_bob"]: 0, story["e_fix"]: 0}, "superseded support gives no proximity"
     assert count == 1
+
+
+def test_multi_valued_predicate_is_no_conflict(
+    admin_conn: psycopg.Connection[Any], story: dict[str, Any]
+) -> None:
+    """By default works_on is multi-valued: Mark may work on Dense-Mem and the Wiki.
+
+    The recorded disagreement stays in dm_private.conflicts (history is not
+    rewritten), but trace and discovery no longer call it a conflict; the
+    correction Alice chose (a preferred side) still is one.
+    """
+    admin_conn.execute(
+        "DELETE FROM dm_private.predicate_cardinalities WHERE team_id = %s AND predicate = 'works_on'",
+        (story["team"],),
+    )
+    with acting_as(admin_conn, Principal(story["team"], story["alice"])) as cur:
+        old = trace.trace_memory(cur, team_id=story["team"], relationship_id=story["r_alice"])
+        bob = trace.trace_memory(cur, team_id=story["team"], relationship_id=story["r_bob"])
+        answer = trace.discovery_for_recall(
+            cur, team_id=story["team"], query="What does Mark work on?", settings=SETTINGS
+        )
+    others = {c["other"]["relationship_id"] for c in old["conflicts"]}
+    assert str(story["r_bob"]) not in others
+    assert str(story["r_fix"]) in others, "a correction with a preferred side stays a conflict"
+    assert bob["conflicts"] == []
+    by_id = {
+        edge["relationship_id"]: edge for path in answer["discovery_paths"] for edge in path["relationships"]
+    }
+    assert str(story["r_bob"]) in by_id
+    assert "conflicts" not in by_id[str(story["r_bob"])]
+    recorded = admin_conn.execute(
+        "SELECT count(*) FROM dm_private.conflicts WHERE team_id = %s", (story["team"],)
+    ).fetchone()
+    assert recorded is not None and recorded[0] >= 2, "the recorded disagreements are kept"
