@@ -3,8 +3,15 @@
 from __future__ import annotations
 
 import os
+import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+
+EMBEDDING_THREADS = "DENSEMEM_EMBEDDING_THREADS"
+# The name `densemem serve` read before the two settings were merged; still honoured, with a warning.
+DEPRECATED_EMBEDDING_THREADS = "DENSEMEM_TORCH_THREADS"
+DEFAULT_EMBEDDING_THREADS = 1
 
 
 def project_root() -> Path:
@@ -51,3 +58,33 @@ def load_settings() -> Settings:
         embedding_dimensions=int(os.environ.get("DENSEMEM_EMBEDDING_DIMENSIONS", "384")),
         statement_timeout_ms=int(os.environ.get("DENSEMEM_STATEMENT_TIMEOUT_MS", "5000")),
     )
+
+
+def embedding_threads(environ: Mapping[str, str] | None = None) -> int:
+    """Threads of the local embedding model (torch intra-op and onnxruntime), process-wide.
+
+    DENSEMEM_EMBEDDING_THREADS, default 1: a query is one short sentence, and on a small
+    machine the model shares its cores with PostgreSQL, so one thread per call beats two.
+    DENSEMEM_TORCH_THREADS is a deprecated alias, read only when the documented name is unset.
+    """
+    env = os.environ if environ is None else environ
+    name = EMBEDDING_THREADS
+    raw = env.get(EMBEDDING_THREADS, "").strip()
+    if not raw:
+        raw = env.get(DEPRECATED_EMBEDDING_THREADS, "").strip()
+        if raw:
+            name = DEPRECATED_EMBEDDING_THREADS
+            warnings.warn(
+                f"{DEPRECATED_EMBEDDING_THREADS} is deprecated: set {EMBEDDING_THREADS}",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+    if not raw:
+        return DEFAULT_EMBEDDING_THREADS
+    try:
+        threads = int(raw)
+    except ValueError as error:
+        raise ValueError(f"{name} must be a whole number of threads, not {raw!r}") from error
+    if threads < 1:
+        raise ValueError(f"{name} must be at least 1, not {threads}")
+    return threads

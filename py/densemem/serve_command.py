@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import sys
 import threading
 
 from densemem import db
-from densemem.config import Settings
+from densemem.config import Settings, embedding_threads
 
 log = logging.getLogger("densemem.serve")
 
@@ -31,7 +30,8 @@ def start_worker_thread(settings: Settings, url: str, stop: threading.Event) -> 
 
 
 def limit_torch_threads() -> None:
-    """One intra-op thread per model call (DENSEMEM_TORCH_THREADS, default 1).
+    """One intra-op thread per model call (DENSEMEM_EMBEDDING_THREADS, default 1; see
+    densemem.config.embedding_threads).
 
     A query is one short sentence: splitting it over threads costs more in synchronisation than it
     saves, and under concurrent requests the threads of different calls fight for the same cores
@@ -41,7 +41,7 @@ def limit_torch_threads() -> None:
         import torch
     except ImportError:
         return
-    torch.set_num_threads(max(1, int(os.environ.get("DENSEMEM_TORCH_THREADS", "1"))))
+    torch.set_num_threads(embedding_threads())
 
 
 def _serve(args: argparse.Namespace, settings: Settings) -> int:

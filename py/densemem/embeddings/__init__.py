@@ -8,8 +8,10 @@
 | `openai` | any OpenAI-compatible `POST {DENSEMEM_EMBEDDING_BASE_URL}/v1/embeddings` |
 | `hashing-test` | deterministic feature hashing, for tests only |
 
-The local provider reads DENSEMEM_EMBEDDING_THREADS (torch intra-op threads,
-process-wide; default: torch's choice). The HTTP provider also reads (all
+The local provider reads DENSEMEM_EMBEDDING_THREADS (threads of the model:
+torch intra-op and onnxruntime, process-wide; default 1; DENSEMEM_TORCH_THREADS
+is a deprecated alias) and DENSEMEM_EMBEDDING_BACKEND (`auto` default: onnxruntime
+when installed, else torch; `onnx`; `torch`). The HTTP provider also reads (all
 optional): DENSEMEM_EMBEDDING_TIMEOUT_SECONDS
 (30), DENSEMEM_EMBEDDING_MAX_RETRIES (4), DENSEMEM_EMBEDDING_REQUEST_BATCH (128
 texts per request), DENSEMEM_EMBEDDING_MAX_REQUEST_BYTES (1000000),
@@ -24,7 +26,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from densemem.config import Settings
+from densemem.config import Settings, embedding_threads
 from densemem.embeddings.base import (
     ContractSpec,
     EmbeddingError,
@@ -61,8 +63,7 @@ def provider_from_settings(settings: Settings, environ: Mapping[str, str] | None
     if name == "local":
         from densemem.embeddings.local import LocalProvider
 
-        threads = int(_number(env, "DENSEMEM_EMBEDDING_THREADS", 0))
-        return LocalProvider(num_threads=threads or None)
+        return LocalProvider(num_threads=embedding_threads(env))
     if name in {"openai", "http", "openai-compatible"}:
         from densemem.embeddings.openai_http import HttpProviderOptions, OpenAICompatibleProvider
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -63,6 +64,36 @@ class QueryEmbeddingCache:
                 while len(self._entries) > self.max_entries:
                     self._entries.popitem(last=False)
         return vector
+
+    def embed_queries(self, texts: Sequence[str]) -> list[Vector]:
+        """Vectors for several queries: cached ones from the cache, the rest in ONE provider call."""
+        keys = [(self.provider.contract, text) for text in texts]
+        found: dict[str, Vector] = {}
+        with self._lock:
+            for key in keys:
+                text = key[1]
+                vector = self._entries.get(key)
+                if vector is not None:
+                    self._entries.move_to_end(key)
+                    self._hits += 1
+                    found[text] = vector
+                elif text not in found:
+                    self._misses += 1
+        missing = [text for text in dict.fromkeys(texts) if text not in found]
+        if missing:
+            matrix = self.provider.embed(missing)
+            with self._lock:
+                for text, row in zip(missing, matrix, strict=True):
+                    vector = np.array(row, dtype=np.float32)
+                    vector.setflags(write=False)
+                    found[text] = vector
+                    if len(text.encode("utf-8")) <= self.max_query_bytes:
+                        key = (self.provider.contract, text)
+                        self._entries[key] = vector
+                        self._entries.move_to_end(key)
+                while len(self._entries) > self.max_entries:
+                    self._entries.popitem(last=False)
+        return [found[text] for text in texts]
 
     def clear(self) -> None:
         with self._lock:

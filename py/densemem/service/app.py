@@ -27,7 +27,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from densemem import db
 from densemem.config import Settings, load_settings
-from densemem.service.embedding import QueryEmbedder, load_query_embedder
+from densemem.service.embedding import QueryEmbedder, load_query_embedder, query_batcher
 from densemem.service.errors import ApiError, from_database_error, internal_error
 from densemem.service.metrics import Labels, gauge_lines
 from densemem.service.openapi import openapi_document
@@ -299,7 +299,15 @@ def create_app(
         pool = make_pool(url, config, configure=configure_connection)
         await run_in_threadpool(pool.open, False)  # start even when the database is down: /readyz says so
         chosen = embedder if embedder is not None else await run_in_threadpool(load_query_embedder, settings)
+        warm_up = getattr(chosen, "warm_up", None)
+        if callable(warm_up):
+            # Load the model (and build its onnx session) now, not in the first recall.
+            try:
+                await run_in_threadpool(warm_up)
+            except Exception as error:  # the provider is down: /readyz says so, recall degrades
+                log.warning("query embedding warm-up failed: %s", error)
         app.state.service = ServiceState(pool=pool, embedder=chosen, config=config)
+        app.state.service.batcher = query_batcher(chosen)
         try:
             yield
         finally:

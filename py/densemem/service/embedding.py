@@ -6,15 +6,25 @@ HTTP) with their own cache. `None` or an exception means the provider is
 unavailable: the service then passes NULL and the SQL ranking profile decides
 between a dependency error (DM503, vector branch required) and a recorded
 degradation (vector branch optional).
+
+Concurrent recalls share one model call: `QueryBatcher` queues the queries
+that arrive while the model is busy and embeds all of them (up to
+DENSEMEM_QUERY_BATCH_SIZE, default 32) in the next forward pass. A lone
+query never waits for company: it is embedded as soon as the model is free.
+The queue is bounded (DENSEMEM_QUERY_QUEUE_MAX, default 1024 waiting
+queries); past it a query is refused as if the provider were unavailable.
 """
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
+
+from starlette.concurrency import run_in_threadpool
 
 from densemem.config import Settings
 
@@ -52,6 +62,102 @@ class CachedQueryEmbedder:
             return None if len(vectors) == 0 else vectors[0]
         vector: Sequence[float] = self.cache.embed_query(text)
         return vector
+
+    def embed_queries(self, texts: Sequence[str]) -> list[Sequence[float] | None]:
+        """Several queries in one provider call (cached ones and repeats are embedded once)."""
+        if self.cache is not None:
+            vectors: list[Sequence[float] | None] = list(self.cache.embed_queries(texts))
+            return vectors
+        distinct = list(dict.fromkeys(texts))
+        matrix = self.provider.embed(distinct)
+        found = {text: matrix[i] for i, text in enumerate(distinct)}
+        return [found[text] for text in texts]
+
+    def warm_up(self) -> None:
+        """Load the model and run one forward pass now, not in the first request (not cached)."""
+        self.provider.embed(["warm up the query embedding"])
+
+
+class EmbeddingQueueFull(RuntimeError):
+    """More queries are waiting for the model than the queue holds: treated as provider unavailable."""
+
+
+BatchEmbed = Callable[[list[str]], Sequence[Sequence[float] | None]]
+
+
+def batch_function(embedder: QueryEmbedder) -> BatchEmbed:
+    """The embedder's `embed_queries` when it has one, else one `embed_query` per text."""
+    many = getattr(embedder, "embed_queries", None)
+    if callable(many):
+        return lambda texts: list(many(texts))
+    return lambda texts: [embedder.embed_query(text) for text in texts]
+
+
+class QueryBatcher:
+    """Coalesces the query embeddings of concurrent requests into batched model calls (asyncio side).
+
+    At most one model call runs at a time (in a worker thread, so the event loop keeps serving).
+    Queries that arrive while it runs wait, and the next call takes up to `max_batch` of them at
+    once; with a single client every call holds exactly one query and starts at once.
+    """
+
+    def __init__(self, embed_many: BatchEmbed, *, max_batch: int = 32, max_waiting: int = 1024) -> None:
+        if max_batch < 1 or max_waiting < 1:
+            raise ValueError("max_batch and max_waiting must be at least 1")
+        self._embed_many = embed_many
+        self.max_batch = max_batch
+        self.max_waiting = max_waiting
+        self._waiting: list[tuple[str, asyncio.Future[Sequence[float] | None]]] = []
+        self._draining = False
+        self.batch_sizes: list[int] = []  # the most recent batches, for tests and metrics
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def waiting(self) -> int:
+        return len(self._waiting)
+
+    async def embed(self, text: str) -> Sequence[float] | None:
+        if len(self._waiting) >= self.max_waiting:
+            raise EmbeddingQueueFull(f"{len(self._waiting)} queries are waiting for the embedding model")
+        future: asyncio.Future[Sequence[float] | None] = asyncio.get_running_loop().create_future()
+        self._waiting.append((text, future))
+        if not self._draining:
+            self._draining = True
+            self._task = asyncio.create_task(self._drain())
+        return await future
+
+    async def _drain(self) -> None:
+        try:
+            while self._waiting:
+                batch = self._waiting[: self.max_batch]
+                del self._waiting[: self.max_batch]
+                self.batch_sizes = [*self.batch_sizes[-99:], len(batch)]
+                try:
+                    vectors = await run_in_threadpool(self._embed_many, [text for text, _ in batch])
+                    if len(vectors) != len(batch):
+                        raise RuntimeError(f"{len(vectors)} vectors for {len(batch)} queries")
+                except BaseException as error:
+                    for _, future in batch:
+                        if not future.done():
+                            future.set_exception(error if isinstance(error, Exception) else RuntimeError())
+                    if not isinstance(error, Exception):
+                        raise
+                    continue
+                for (_, future), vector in zip(batch, vectors, strict=True):
+                    if not future.done():
+                        future.set_result(vector)
+        finally:
+            self._draining = False
+
+
+def query_batcher(embedder: QueryEmbedder, environ: Any = None) -> QueryBatcher:
+    """A QueryBatcher over `embedder`, sized by DENSEMEM_QUERY_BATCH_SIZE and DENSEMEM_QUERY_QUEUE_MAX."""
+    env = os.environ if environ is None else environ
+    return QueryBatcher(
+        batch_function(embedder),
+        max_batch=int(env.get("DENSEMEM_QUERY_BATCH_SIZE", "32")),
+        max_waiting=int(env.get("DENSEMEM_QUERY_QUEUE_MAX", "1024")),
+    )
 
 
 def load_query_embedder(settings: Settings) -> QueryEmbedder:

@@ -27,7 +27,7 @@ from starlette.responses import Response
 
 from densemem.service import models
 from densemem.service.auth import bearer_key, call_as_key, team_of_key
-from densemem.service.embedding import QueryEmbedder, vector_literal
+from densemem.service.embedding import QueryBatcher, QueryEmbedder, query_batcher, vector_literal
 from densemem.service.errors import ApiError, not_found
 from densemem.service.metrics import ServiceMetrics
 
@@ -60,6 +60,13 @@ class ServiceState:
     recent_keys: OrderedDict[bytes, float] = field(default_factory=OrderedDict)
     # Teams served recently, for the freshness gauges of /metrics.
     recent_teams: OrderedDict[uuid.UUID, float] = field(default_factory=OrderedDict)
+    # Concurrent query embeddings share model calls (densemem.service.embedding.QueryBatcher).
+    batcher: QueryBatcher | None = None
+
+    def query_batcher(self) -> QueryBatcher:
+        if self.batcher is None:
+            self.batcher = query_batcher(self.embedder)
+        return self.batcher
 
     def remember(self, api_key: str, team_id: uuid.UUID) -> None:
         now = time.monotonic()
@@ -176,7 +183,7 @@ async def embed(request: Request, query: str) -> str | None:
     state = state_of(request)
     started = time.perf_counter()
     try:
-        vector = await run_in_threadpool(state.embedder.embed_query, query)
+        vector = await state.query_batcher().embed(query)
     except Exception:  # the provider is down: the ranking profile decides
         vector = None
     state.metrics.embedding_latency.observe(time.perf_counter() - started)
