@@ -1,0 +1,126 @@
+"""dm_private.recall_context_lift (sql/52): a candidate is lifted by its strongest neighbouring turn.
+
+Called directly with hand-made scored rows, as the pipeline would after the
+composite rerank. Neighbours are the rows written just before and after in the
+same source group; only candidates lift each other; off at weight 0.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg.types.json import Jsonb
+from test_recall_support import ingest, make_team
+
+from densemem.store.session import Principal, acting_as
+
+
+def _turns(conn: psycopg.Connection[Any], name: str) -> tuple[uuid.UUID, dict[str, uuid.UUID]]:
+    """Session A: a1 a2 a3 a4 a5 (in write order); session B: b1 b2, written after a3."""
+    team, profile = make_team(conn, name)
+    ids: dict[str, uuid.UUID] = {}
+    for key in ["a1", "a2", "a3", "b1", "b2", "a4", "a5"]:
+        group = "session_a" if key.startswith("a") else "session_b"
+        [ids[key]] = ingest(
+            conn,
+            team,
+            profile,
+            [
+                {
+                    "text": f"turn {key} of the conversation",
+                    "source": {"external_id": key, "kind": "conversation_turn", "source_group": group},
+                    "memory_type": "conversation",
+                }
+            ],
+        )
+    return team, ids
+
+
+def _lift(
+    conn: psycopg.Connection[Any],
+    team: uuid.UUID,
+    candidates: list[tuple[uuid.UUID, float, float]],
+    settings: dict[str, Any],
+    *,
+    as_team: uuid.UUID | None = None,
+) -> list[tuple[uuid.UUID, float, int]]:
+    """(evidence_id, relevance, score) rows in score order -> (evidence_id, new score, score_rank)."""
+    rows = [
+        (str(evidence_id), relevance, score, rank)
+        for rank, (evidence_id, relevance, score) in enumerate(candidates, start=1)
+    ]
+    with acting_as(conn, Principal(as_team or team, None)) as cur:
+        cur.execute(
+            """
+            WITH input AS (
+                SELECT pg_catalog.array_agg(
+                           ROW(d.document_id, d.subject_id, r.relevance, 0, 0.5, 0.5, 0, 1, 0, 0, 0, 0,
+                               r.score, 10, 'k' || r.ord, NULL, NULL, NULL, r.ord, r.ord
+                           )::dm_private.recall_scored
+                           ORDER BY r.ord) AS scored
+                FROM jsonb_to_recordset(%s) AS r (evidence_id uuid, relevance float8, score float8, ord int)
+                JOIN dm_private.search_documents AS d
+                  ON d.team_id = %s AND d.subject_kind = 'evidence' AND d.subject_id = r.evidence_id
+            )
+            SELECT l.evidence_id, l.score, l.score_rank
+            FROM input, dm_private.recall_context_lift(%s, input.scored, %s) AS l
+            """,
+            (
+                Jsonb([{"evidence_id": r[0], "relevance": r[1], "score": r[2], "ord": r[3]} for r in rows]),
+                team,
+                team,
+                Jsonb(settings),
+            ),
+        )
+        return [
+            (uuid.UUID(str(row["evidence_id"])), float(row["score"]), int(row["score_rank"])) for row in cur
+        ]
+
+
+def test_weight_zero_returns_the_input_unchanged(admin_conn: psycopg.Connection[Any]) -> None:
+    team, ids = _turns(admin_conn, "context-off")
+    candidates = [(ids["a2"], 1.0, 0.9), (ids["a4"], 0.5, 0.6), (ids["a3"], 0.0, 0.3)]
+    for settings in ({}, {"context": {"weight": 0}}):
+        out = _lift(admin_conn, team, candidates, settings)
+        assert [(row[0], row[1]) for row in out] == [(c[0], c[2]) for c in candidates]
+
+
+def test_a_weak_turn_next_to_a_strong_one_moves_up(admin_conn: psycopg.Connection[Any]) -> None:
+    team, ids = _turns(admin_conn, "context-on")
+    # a3 is weak but sits between a2 (strong) and a4 (its session neighbour, written after b1 b2);
+    # b1 was written right after a3 but is another session, so it lifts nothing; a5 is two turns
+    # from a3 and outside radius 1.
+    candidates = [
+        (ids["a2"], 1.0, 0.90),
+        (ids["b1"], 0.9, 0.80),
+        (ids["a5"], 0.8, 0.70),
+        (ids["a3"], 0.1, 0.30),
+        (ids["b2"], 0.1, 0.20),
+    ]
+    out = _lift(admin_conn, team, candidates, {"context": {"weight": 0.5}})
+    scores = {row[0]: row[1] for row in out}
+    assert scores[ids["a3"]] == pytest.approx(0.30 + 0.5 * 1.0)  # best neighbour a2 (a4 is no candidate)
+    assert scores[ids["a2"]] == pytest.approx(0.90 + 0.5 * 0.1)  # its neighbour a3
+    assert scores[ids["b2"]] == pytest.approx(0.20 + 0.5 * 0.9)  # b1, across the a4/a5 rows of session A
+    assert scores[ids["b1"]] == pytest.approx(0.80 + 0.5 * 0.1)  # b2, not a3 (another session)
+    assert scores[ids["a5"]] == pytest.approx(0.70)  # a4 is its neighbour but no candidate
+    assert [row[0] for row in out] == [ids["a2"], ids["b1"], ids["a3"], ids["a5"], ids["b2"]]
+    assert [row[2] for row in out] == [1, 2, 3, 4, 5]
+
+    wider = {
+        row[0]: row[1]
+        for row in _lift(admin_conn, team, candidates, {"context": {"weight": 0.5, "radius": 2}})
+    }
+    assert wider[ids["a5"]] == pytest.approx(0.70 + 0.5 * 0.1)  # a3 is two session turns back
+
+
+def test_bad_weight_and_another_team_are_refused(admin_conn: psycopg.Connection[Any]) -> None:
+    team, ids = _turns(admin_conn, "context-errors")
+    other, _ = make_team(admin_conn, "context-other")
+    with pytest.raises(psycopg.errors.InvalidParameterValue):
+        _lift(admin_conn, team, [(ids["a1"], 1.0, 1.0)], {"context": {"weight": 2}})
+    with pytest.raises(psycopg.errors.InsufficientPrivilege):
+        _lift(admin_conn, team, [(ids["a1"], 1.0, 1.0)], {"context": {"weight": 0.5}}, as_team=other)
