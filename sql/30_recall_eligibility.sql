@@ -37,6 +37,69 @@ REVOKE ALL ON FUNCTION dm_private.jsonb_deep_merge(jsonb, jsonb) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION dm_private.jsonb_deep_merge(jsonb, jsonb)
 TO densemem_app, densemem_analyst, densemem_operator, densemem_searcher;
 
+-- Hard anchors (seed 000) are identifiers: ABC-123 must not be satisfied by a
+-- text that only holds ABC-1234, nor v1.2.3 by v1.2.30. An anchor therefore
+-- counts only where it occurs with identifier boundaries on both sides: the
+-- character before and after it is not a letter or digit, and not a joiner
+-- of its grammar (docs/QUERY_GRAMMAR.md) that continues the identifier. The
+-- joiners are '_' and '-' (they join every grammar's identifiers), every
+-- other non-alphanumeric character of the anchor itself ('.' of a version or
+-- file name, '/' of a path, ':' and '@' of a scoped name), and the other
+-- joiners of the grammar the anchor's shape shows: '. / : @' for a scoped
+-- name (its name part may hold '.' and '/'), '. /' for a path, '+' for a
+-- dotted version (build metadata); a joiner only
+-- continues the identifier when a letter or digit follows it (after the
+-- anchor) or precedes it (before the anchor), so "ABC-123." at the end of a
+-- sentence and "(v1.2.3)" match while "ABC-123-4", "v1.2.3.4" and
+-- "x/src/a.py" do not. Case-insensitive, like the rest of the exact branch.
+-- The regular expression of one anchor (lower case), built once per anchor.
+CREATE OR REPLACE FUNCTION dm_private.recall_anchor_pattern(anchor text)
+RETURNS text
+LANGUAGE sql
+IMMUTABLE
+PARALLEL SAFE
+SET search_path = ''
+AS $$
+    SELECT '(?<![[:alnum:]])(?<![[:alnum:]]' || j.joiners || ')'
+           || pg_catalog.regexp_replace(pg_catalog.lower(anchor), '([^[:alnum:][:space:]])', '\\\1', 'g')
+           || '(?![[:alnum:]])(?!' || j.joiners || '[[:alnum:]])'
+    FROM (SELECT '[\_\-' || COALESCE(pg_catalog.string_agg(DISTINCT '\' || c.ch, ''), '') || ']' AS joiners
+          FROM pg_catalog.regexp_split_to_table(
+                   pg_catalog.lower(anchor)
+                   || CASE WHEN anchor ~ '[:@]' THEN './:@' ELSE '' END
+                   || CASE WHEN anchor ~ '[/\\]' THEN './' ELSE '' END
+                   || CASE WHEN pg_catalog.strpos(anchor, '.') > 0 THEN '+' ELSE '' END, '') AS c (ch)
+          WHERE c.ch !~ '[[:alnum:][:space:]]' AND c.ch NOT IN ('_', '-')) AS j
+$$;
+COMMENT ON FUNCTION dm_private.recall_anchor_pattern(text) IS
+'The regular expression (for lower-cased text) that finds one hard anchor with identifier boundaries on both sides: no letter or digit next to it, and no joiner (_ - or a punctuation character of the anchor itself) that continues it into a longer identifier.';
+REVOKE ALL ON FUNCTION dm_private.recall_anchor_pattern(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION dm_private.recall_anchor_pattern(text)
+TO densemem_app, densemem_analyst, densemem_operator, densemem_searcher;
+
+-- Whether one text itself satisfies every required anchor (identifier
+-- boundaries as above). The one rule the exact branch (sql/36) and the
+-- rerank (sql/50) both apply; a cheap substring test runs first.
+CREATE OR REPLACE FUNCTION dm_private.recall_has_anchors(body text, anchors text [])
+RETURNS boolean
+LANGUAGE sql
+IMMUTABLE
+PARALLEL SAFE
+SET search_path = ''
+AS $$
+    SELECT NOT EXISTS (
+        SELECT 1
+        FROM (SELECT pg_catalog.lower(COALESCE(body, '')) AS text) AS b
+        CROSS JOIN pg_catalog.unnest(anchors) AS a (anchor)
+        WHERE NOT (pg_catalog.strpos(b.text, pg_catalog.lower(a.anchor)) > 0
+                   AND b.text OPERATOR(pg_catalog.~) dm_private.recall_anchor_pattern(a.anchor)))
+$$;
+COMMENT ON FUNCTION dm_private.recall_has_anchors(text, text []) IS
+'True when the text contains every anchor with identifier boundaries on both sides (ABC-123 is not in "ABC-1234", v1.2.3 is not in "v1.2.30"); case-insensitive. Used by the exact branch and the rerank.';
+REVOKE ALL ON FUNCTION dm_private.recall_has_anchors(text, text []) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION dm_private.recall_has_anchors(text, text [])
+TO densemem_app, densemem_analyst, densemem_operator, densemem_searcher;
+
 -- The settings a recall runs with: profile settings, the team's overrides,
 -- and the profile identity ("profile_name", "profile_version") and the
 -- active search-index profile ("index") so that telemetry and explain can

@@ -8,9 +8,9 @@
 
 -- Exact branch: evidence that itself contains every required anchor (and,
 -- when phrases are given, at least one of them), found through the GIN index
--- by the anchors' phrase queries and confirmed by a case-insensitive
--- substring test on the text. Ranked by the number of phrases contained,
--- then by evidence id. Empty when the request has neither anchors nor phrases.
+-- by the anchors' phrase queries and confirmed on the text with identifier
+-- boundaries (dm_private.recall_has_anchors: ABC-123 is not in ABC-1234).
+-- Ranked by the number of phrases contained, then by evidence id. Empty when the request has neither anchors nor phrases.
 CREATE OR REPLACE FUNCTION dm_private.recall_exact_candidates(team_id uuid, req jsonb, settings jsonb)
 RETURNS SETOF dm_private.recall_branch_hit
 LANGUAGE plpgsql
@@ -47,7 +47,7 @@ BEGIN
     END IF;
     -- The index query: every anchor's phrase query AND-ed, then (phrases
     -- only) the OR of the phrases' queries. Parts with no lexeme are skipped
-    -- and confirmed by the substring test alone.
+    -- and confirmed by the text test alone.
     FOREACH item IN ARRAY anchors LOOP
         piece := pg_catalog.phraseto_tsquery(config, item);
         IF pg_catalog.numnode(piece) > 0 THEN
@@ -88,8 +88,7 @@ BEGIN
                                       AND (window_from IS NULL OR d.source_created_at >= window_from)
                                       AND (window_to IS NULL OR d.source_created_at <= window_to)))
               AND d.subject_id <> ALL (known_ids)
-              AND NOT EXISTS (SELECT 1 FROM pg_catalog.unnest(anchors) AS a (anchor)
-                              WHERE pg_catalog.strpos(pg_catalog.lower(d.body), a.anchor) = 0)
+              AND (pg_catalog.cardinality(anchors) = 0 OR dm_private.recall_has_anchors(d.body, anchors))
             LIMIT scan_cap
         )
         SELECT 'exact'::text, m.document_id, m.subject_id,
@@ -102,7 +101,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION dm_private.recall_exact_candidates(uuid, jsonb, jsonb) IS
-'Exact branch: eligible evidence that itself contains every required anchor (and at least one requested phrase), found through the GIN index and confirmed by substring; ranked by phrases contained. Runs as densemem_searcher.';
+'Exact branch: eligible evidence that itself contains every required anchor (and at least one requested phrase), found through the GIN index and confirmed with identifier boundaries (recall_has_anchors); ranked by phrases contained. Runs as densemem_searcher.';
 ALTER FUNCTION dm_private.recall_exact_candidates(uuid, jsonb, jsonb) OWNER TO densemem_searcher;
 REVOKE ALL ON FUNCTION dm_private.recall_exact_candidates(uuid, jsonb, jsonb) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION dm_private.recall_exact_candidates(uuid, jsonb, jsonb)

@@ -22,7 +22,8 @@
 -- and scales with relevance so a tier never lifts an irrelevant row, plus
 -- temporal_intent_weight * temporal when the request asks for the latest or
 -- earliest. Required hard anchors: a candidate that does not itself contain
--- every anchor is dropped. Ties break by evidence_id.
+-- every anchor with identifier boundaries (dm_private.recall_has_anchors) is
+-- dropped. Ties break by evidence_id.
 CREATE OR REPLACE FUNCTION dm_private.recall_rerank(team_id uuid, query text, fused dm_private.recall_fused [],
     req jsonb, settings jsonb, hops jsonb DEFAULT '{}')
 RETURNS SETOF dm_private.recall_scored
@@ -101,8 +102,7 @@ BEGIN
         anchored AS (
             SELECT c.*
             FROM candidate AS c
-            WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.unnest(anchors) AS a (anchor)
-                              WHERE pg_catalog.strpos(c.lower_body, a.anchor) = 0)
+            WHERE pg_catalog.cardinality(anchors) = 0 OR dm_private.recall_has_anchors(c.body, anchors)
         ),
         usage AS (
             SELECT u.evidence_id, u.retrieved_count, u.used_count

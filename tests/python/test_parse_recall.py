@@ -87,10 +87,6 @@ def test_anchored_query_returns_only_evidence_containing_the_anchor(world: World
         assert len(texts_of(loose, by_id)) > 2
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="recall core matches anchors as substrings (strpos, sql/35 and sql/50): ABC-123 accepts ABC-1234",
-)
 def test_anchor_matching_respects_identifier_boundaries(world: World) -> None:
     texts = ["ABC-1234 deploy is a different ticket.", "The deploy of ticket ABC-123 was reviewed by Dana."]
     with psycopg.connect(world.url) as conn:
