@@ -96,3 +96,66 @@ def test_its_contract_is_the_seeded_default_and_the_worker_searches_by_meaning(
 def test_an_empty_batch_is_empty(local: LocalProvider) -> None:
     assert local.embed([]).shape == (0, 384)
     assert isinstance(model_path(), Path)
+
+
+# ---------------------------------------------------------------- the onnx backend
+
+QUESTIONS = [
+    "When did Caroline go to the LGBTQ support group?",
+    "What did Melanie paint recently?",
+    "How long have Mel and her husband been married?",
+    "Would Caroline still want to pursue counseling as a career if she hadn't received support growing up?",
+    "What is the name of the dog?",
+    "¿Dónde está la biblioteca?",
+    "",
+]
+
+
+def test_the_onnx_backend_gives_the_torch_vectors(local: LocalProvider) -> None:
+    """The default backend (onnxruntime, installed with densemem[local]) against sentence-transformers
+    on torch: same vectors (cosine >= 0.9999, and within 1e-5), alone or batched with padding."""
+    pytest.importorskip("onnxruntime")
+    assert local.backend == "onnx"
+    reference = LocalProvider(backend="torch")
+    assert reference.backend == "torch"
+    texts = QUESTIONS + TEXTS
+    ours = local.embed(texts)
+    theirs = reference.embed(texts)
+    cosines = (ours * theirs).sum(axis=1)
+    assert float(cosines.min()) >= 0.9999
+    assert np.allclose(ours, theirs, atol=1e-5)
+    alone = np.vstack([local.embed([text]) for text in texts])
+    assert np.allclose(ours, alone, atol=1e-5)
+
+
+def test_the_export_is_made_once_and_reused(local: LocalProvider) -> None:
+    pytest.importorskip("onnxruntime")
+    from densemem.embeddings.local import _export_key, onnx_cache_dir
+
+    local.load()
+    path = onnx_cache_dir() / _export_key(model_path() / "model.safetensors") / "model.onnx"
+    assert path.is_file()
+    before = path.stat().st_mtime_ns
+    again = LocalProvider()
+    assert again.backend == "onnx"
+    assert path.stat().st_mtime_ns == before
+
+
+def test_an_onnx_model_that_disagrees_with_torch_is_not_used(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The probe check at load: a cosine bar no model can pass sends `auto` back to torch and
+    makes an explicit `onnx` fail loudly."""
+    pytest.importorskip("onnxruntime")
+    from densemem.embeddings import local as local_module
+    from densemem.embeddings.base import EmbeddingError
+
+    monkeypatch.setattr(local_module, "PROBE_MIN_COSINE", 1.5)
+    assert LocalProvider(backend="auto").backend == "torch"
+    with pytest.raises(EmbeddingError, match="onnx"):
+        LocalProvider(backend="onnx").load()
+
+
+def test_the_backend_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DENSEMEM_EMBEDDING_BACKEND", "torch")
+    assert LocalProvider().backend == "torch"
+    with pytest.raises(ValueError, match="backend"):
+        LocalProvider(backend="tensorflow")
