@@ -37,9 +37,17 @@ IMMUTABLE
 PARALLEL SAFE
 SET search_path = ''
 AS $$
+DECLARE
+    capped constant text := pg_catalog.left(COALESCE(query, ''), 2000);
 BEGIN
+    -- Printable ASCII (most queries) holds none of the characters below:
+    -- one regex run instead of translate's pass over its character list
+    -- for every character of the query.
+    IF capped !~ '[^ -~]' THEN
+        RETURN capped;
+    END IF;
     RETURN pg_catalog.translate(
-        pg_catalog.left(COALESCE(query, ''), 2000),
+        capped,
         U&'\0009\000A\000B\000C\000D\00A0\2000\2001\2002\2003\2004\2005\2006\2007\2008\2009\200A\200B\202F\205F\3000\FEFF\2019\2018',
         '                      ''''');
 END
@@ -65,7 +73,7 @@ AS $$
 DECLARE
     t text := COALESCE(prepared, '');
     anchors jsonb := '[]'::jsonb;
-    seen text [] := '{}';
+    seen text [] := '{}'::text [];
     raw text;
     v text;
     k text;
@@ -111,7 +119,7 @@ BEGIN
         k := grammar_kinds[g];
         CONTINUE WHEN grammar_needles[g] <> '' AND pg_catalog.strpos(t, grammar_needles[g]) = 0;
         -- A hash below 17 characters has a digit; a longer one may be all letters.
-        CONTINUE WHEN k = 'hash' AND pg_catalog.translate(t, '0123456789', '') = t AND t !~ '[a-fA-F]{17}';
+        CONTINUE WHEN k = 'hash' AND t !~ '[0-9]' AND t !~ '[a-fA-F]{17}';
         pattern := grammar_patterns[g];
         masked := t;
         pos := 1;
@@ -188,18 +196,21 @@ SET search_path = ''
 AS $$
 DECLARE
     t constant text := pg_catalog.lower(COALESCE(prepared, ''));
-    -- Words for the keyword guards (array overlap), so that the regular
-    -- expressions run only when a form can match.
+    -- Words for the keyword guards, so that the walker and its regular
+    -- expressions run only when a form can match. Punctuation becomes space
+    -- by regexp_replace (one regex run per punctuation mark; translate would
+    -- scan its whole character list for every character of the query).
     words constant text [] := pg_catalog.string_to_array(
-        pg_catalog.translate(pg_catalog.lower(COALESCE(prepared, '')), ',.;:!?()[]{}"“”''-/', '                  '), ' ');
+        pg_catalog.regexp_replace(t, '[][,.;:!?(){}"“”''/-]', ' ', 'g'), ' ');
     -- Tokens for the window walker: punctuation (but not - in 2023-05-08)
     -- and apostrophes are separators.
     toks constant text [] := pg_catalog.array_remove(pg_catalog.string_to_array(
-        pg_catalog.translate(pg_catalog.lower(COALESCE(prepared, '')), ',.;:!?()[]{}"“”''', '                '), ' '), '');
-    months constant text [] := '{january,february,march,april,may,june,july,august,september,october,november,december,sept,jan,feb,mar,apr,jun,jul,aug,sep,oct,nov,dec}';
-    weekdays constant text [] := '{monday,tuesday,wednesday,thursday,friday,saturday,sunday}';
-    units constant text [] := '{day,days,week,weeks,month,months,year,years}';
-    numbers constant text [] := '{a,an,one,two,three,four,five,six,seven,eight,nine,ten,eleven,twelve}';
+        pg_catalog.regexp_replace(t, '[][,.;:!?(){}"“”'']', ' ', 'g'), ' '), '');
+    -- Typed literals: folded once into the cached plan, not parsed per call.
+    months constant text [] := '{january,february,march,april,may,june,july,august,september,october,november,december,sept,jan,feb,mar,apr,jun,jul,aug,sep,oct,nov,dec}'::text [];
+    weekdays constant text [] := '{monday,tuesday,wednesday,thursday,friday,saturday,sunday}'::text [];
+    units constant text [] := '{day,days,week,weeks,month,months,year,years}'::text [];
+    numbers constant text [] := '{a,an,one,two,three,four,five,six,seven,eight,nine,ten,eleven,twelve}'::text [];
     nt integer;
     i integer;
     j integer;
@@ -233,8 +244,18 @@ DECLARE
     window_json jsonb := 'null'::jsonb;
 BEGIN
     IF clock IS NOT NULL AND (
-        pg_catalog.translate(t, '0123456789', '') <> t
-        OR words OPERATOR(pg_catalog.&&) '{today,tonight,yesterday,tomorrow,night,morning,afternoon,evening,day,days,week,weeks,weekend,month,months,year,years,january,february,march,april,may,june,july,august,september,october,november,december,sept,jan,feb,mar,apr,jun,jul,aug,sep,oct,nov,dec,monday,tuesday,wednesday,thursday,friday,saturday,sunday}'::text []) THEN
+        t ~ '[0-9]'
+        -- A jsonb object as a word set: ?| finds each word by binary search
+        -- (an array overlap compares every pair of words).
+        OR '{"today": true, "tonight": true, "yesterday": true, "tomorrow": true, "night": true,
+           "morning": true, "afternoon": true, "evening": true, "day": true, "days": true,
+           "week": true, "weeks": true, "weekend": true, "month": true, "months": true, "year": true,
+           "years": true, "january": true, "february": true, "march": true, "april": true,
+           "may": true, "june": true, "july": true, "august": true, "september": true,
+           "october": true, "november": true, "december": true, "sept": true, "jan": true,
+           "feb": true, "mar": true, "apr": true, "jun": true, "jul": true, "aug": true, "sep": true,
+           "oct": true, "nov": true, "dec": true, "monday": true, "tuesday": true, "wednesday": true,
+           "thursday": true, "friday": true, "saturday": true, "sunday": true}'::jsonb OPERATOR(pg_catalog.?|) words) THEN
         n := clock AT TIME ZONE 'UTC';
         today0 := pg_catalog.date_trunc('day', n);
         nt := COALESCE(pg_catalog.cardinality(toks), 0);
@@ -475,7 +496,10 @@ BEGIN
     END IF;
 
     -- Intent: the first intent word of the query decides.
-    IF words OPERATOR(pg_catalog.&&) '{recent,recently,latest,lately,currently,current,nowadays,days,now,newest,time,still,first,firstly,originally,original,initially,earliest,oldest,beginning,with}'::text [] THEN
+    IF '{"recent": true, "recently": true, "latest": true, "lately": true, "currently": true,
+          "current": true, "nowadays": true, "days": true, "now": true, "newest": true, "time": true,
+          "still": true, "first": true, "firstly": true, "originally": true, "original": true,
+          "initially": true, "earliest": true, "oldest": true, "beginning": true, "with": true}'::jsonb OPERATOR(pg_catalog.?|) words THEN
         FOR idx IN 1..COALESCE(pg_catalog.cardinality(toks), 0) LOOP
             w := toks[idx];
             IF w IN ('recently', 'recent', 'latest', 'lately', 'currently', 'current', 'nowadays', 'now', 'newest', 'still')
@@ -495,7 +519,8 @@ BEGIN
     -- .?!;: or and / but / so / since) or before an auxiliary; what / which
     -- year, month, day, date, time, week, season; how long ago / has / did ...
     temporal := false;
-    IF words OPERATOR(pg_catalog.&&) '{when,year,month,day,date,time,week,season,long}'::text [] THEN
+    IF '{"when": true, "year": true, "month": true, "day": true, "date": true, "time": true,
+          "week": true, "season": true, "long": true}'::jsonb OPERATOR(pg_catalog.?|) words THEN
         FOR idx IN 1..COALESCE(pg_catalog.cardinality(toks), 0) LOOP
             w := toks[idx];
             IF w = 'when' THEN
@@ -565,18 +590,90 @@ $$;
 COMMENT ON FUNCTION dm_private.query_tokens(text) IS
 'Lower-case tokens of a query for name matching (dm_private.query_tokens_cased in lower case), at most 64.';
 
--- What the entity lookup needs from a query, computed once:
---   ngrams: every contiguous run of 1 to 4 lower-case tokens, ordered by
---           start then length (exact lookup of names, aliases and predicate
---           phrases);
---   fuzzy:  at most 8 candidates for the trigram lookup (misspelled names).
---           Names are written capitalized, so the candidates are pairs of
---           consecutive capitalized tokens, then capitalized tokens of 4+
---           characters, never the query's first token, a stop word, a month
---           or a weekday; a query with no upper-case
---           letter at all uses its tokens of 5+ characters that are not stop
---           words. dm_private.match_query_entities probes at most 2 of them
---           (one GIN index probe each), skipping those inside an exact match.
+-- The n-grams of lower-case tokens: every contiguous run of 1 to 4 tokens,
+-- ordered by start then length (exact lookup of names, aliases and predicate
+-- phrases). One array expression per token: the runs that would pass the
+-- end of the query are NULL (text || NULL) and are removed at the end.
+CREATE OR REPLACE FUNCTION dm_private.query_token_ngrams(toks text [])
+RETURNS text []
+LANGUAGE plpgsql
+IMMUTABLE
+PARALLEL SAFE
+SET search_path = ''
+AS $$
+DECLARE
+    grams text [] := '{}'::text [];
+BEGIN
+    FOR i IN 1..COALESCE(pg_catalog.cardinality(toks), 0) LOOP
+        grams := grams || ARRAY[
+            toks[i],
+            toks[i] || ' ' || toks[i + 1],
+            toks[i] || ' ' || toks[i + 1] || ' ' || toks[i + 2],
+            toks[i] || ' ' || toks[i + 1] || ' ' || toks[i + 2] || ' ' || toks[i + 3]];
+    END LOOP;
+    RETURN pg_catalog.array_remove(grams, NULL);
+END
+$$;
+COMMENT ON FUNCTION dm_private.query_token_ngrams(text []) IS
+'Every run of 1 to 4 consecutive tokens of a token array, joined by single spaces, ordered by start then length.';
+
+-- The trigram-lookup candidates (misspelled names) of a query's cased
+-- tokens, at most 8. Names are written capitalized, so the candidates are
+-- pairs of consecutive capitalized tokens, then capitalized tokens of 4+
+-- characters, never the query's first token, a stop word, a month or a
+-- weekday; a query with no upper-case letter at all uses its tokens of 5+
+-- characters that are not stop words. dm_private.match_query_entities
+-- probes at most 2 of them (one GIN index probe each), skipping those inside
+-- an exact match. The word lists are literals so that = ANY is a hash probe.
+CREATE OR REPLACE FUNCTION dm_private.query_fuzzy_keys(cased text [])
+RETURNS text []
+LANGUAGE plpgsql
+IMMUTABLE
+PARALLEL SAFE
+SET search_path = ''
+AS $$
+DECLARE
+    joined constant text := pg_catalog.array_to_string(cased, ' ');
+    toks constant text [] := pg_catalog.string_to_array(pg_catalog.lower(joined), ' ');
+    n constant integer := COALESCE(pg_catalog.cardinality(toks), 0);
+    prev_capitalized boolean := false;
+    capitalized boolean;
+    pairs text [] := '{}'::text [];
+    singles text [] := '{}'::text [];
+BEGIN
+    IF joined = pg_catalog.array_to_string(toks, ' ') THEN
+        -- No upper-case letter: the longer words that are not stop words.
+        FOR i IN 1..n LOOP
+            IF pg_catalog.length(toks[i]) >= 5
+               AND NOT toks[i] = ANY ('{a,about,after,all,also,an,and,any,are,as,at,be,been,before,but,by,can,could,did,do,does,for,from,had,has,have,he,her,his,how,if,in,into,is,it,its,just,me,my,no,not,of,on,or,our,she,so,some,than,that,the,their,them,then,there,these,they,this,to,was,we,were,what,when,where,which,while,who,whom,why,will,with,would,you,your,i,im,ive,id,ill,us,him,hers,ours,theirs,does,doing,done,been,being,into,over,under,again,ever,never,yes,okay,ok,hey,hi,hello,thanks,thank,please,did,didn,doesn,isn,wasn,weren,won,dont,cant,wont,about,after,before,since,until,last,first,next,this,that,those,these,such,very,much,many,more,most,other,another}'::text []) THEN
+                singles := singles || toks[i];
+            END IF;
+        END LOOP;
+        RETURN singles[1:8];
+    END IF;
+    FOR i IN 2..n LOOP
+        -- Capitalized, not a stop word, month or weekday, not the first word.
+        capitalized := pg_catalog.left(cased[i], 1) <> pg_catalog.lower(pg_catalog.left(cased[i], 1))
+            AND NOT toks[i] = ANY ('{a,about,after,all,also,an,and,any,are,as,at,be,been,before,but,by,can,could,did,do,does,for,from,had,has,have,he,her,his,how,if,in,into,is,it,its,just,me,my,no,not,of,on,or,our,she,so,some,than,that,the,their,them,then,there,these,they,this,to,was,we,were,what,when,where,which,while,who,whom,why,will,with,would,you,your,i,im,ive,id,ill,us,him,hers,ours,theirs,does,doing,done,been,being,into,over,under,again,ever,never,yes,okay,ok,hey,hi,hello,thanks,thank,please,did,didn,doesn,isn,wasn,weren,won,dont,cant,wont,about,after,before,since,until,last,first,next,this,that,those,these,such,very,much,many,more,most,other,another,january,february,march,april,may,june,july,august,september,october,november,december,jan,feb,mar,apr,jun,jul,aug,sep,sept,oct,nov,dec,monday,tuesday,wednesday,thursday,friday,saturday,sunday,today,yesterday,tomorrow}'::text []);
+        IF capitalized THEN
+            IF prev_capitalized THEN
+                pairs := pairs || (toks[i - 1] || ' ' || toks[i]);
+            END IF;
+            IF pg_catalog.length(toks[i]) >= 4 THEN
+                singles := singles || toks[i];
+            END IF;
+        END IF;
+        prev_capitalized := capitalized;
+    END LOOP;
+    RETURN (pairs || singles)[1:8];
+END
+$$;
+COMMENT ON FUNCTION dm_private.query_fuzzy_keys(text []) IS
+'At most 8 trigram-lookup candidates of a query''s cased tokens (dm_private.query_tokens_cased): pairs of consecutive capitalized tokens, then capitalized tokens of 4+ characters (never the first token, stop words or calendar words); tokens of 5+ characters that are not stop words in an all-lower-case query.';
+
+-- What the entity lookup needs from a query, computed once: the n-grams
+-- (dm_private.query_token_ngrams of the lower-case tokens) and the trigram
+-- candidates (dm_private.query_fuzzy_keys).
 CREATE OR REPLACE FUNCTION dm_private.query_name_keys(query text, OUT ngrams text [], OUT fuzzy text [])
 LANGUAGE plpgsql
 IMMUTABLE
@@ -585,46 +682,10 @@ SET search_path = ''
 AS $$
 DECLARE
     cased constant text [] := dm_private.query_tokens_cased(query);
-    toks constant text [] := pg_catalog.string_to_array(pg_catalog.lower(pg_catalog.array_to_string(cased, ' ')), ' ');
-    n constant integer := COALESCE(pg_catalog.cardinality(toks), 0);
-    stop constant text [] := '{a,about,after,all,also,an,and,any,are,as,at,be,been,before,but,by,can,could,did,do,does,for,from,had,has,have,he,her,his,how,if,in,into,is,it,its,just,me,my,no,not,of,on,or,our,she,so,some,than,that,the,their,them,then,there,these,they,this,to,was,we,were,what,when,where,which,while,who,whom,why,will,with,would,you,your,i,im,ive,id,ill,us,him,hers,ours,theirs,does,doing,done,been,being,into,over,under,again,ever,never,yes,okay,ok,hey,hi,hello,thanks,thank,please,did,didn,doesn,isn,wasn,weren,won,dont,cant,wont,about,after,before,since,until,last,first,next,this,that,those,these,such,very,much,many,more,most,other,another}';
-    calendar constant text [] := '{january,february,march,april,may,june,july,august,september,october,november,december,jan,feb,mar,apr,jun,jul,aug,sep,sept,oct,nov,dec,monday,tuesday,wednesday,thursday,friday,saturday,sunday,today,yesterday,tomorrow}';
-    lowercase_query constant boolean := pg_catalog.array_to_string(cased, ' ') = pg_catalog.array_to_string(toks, ' ');
-    prev_capitalized boolean := false;
-    capitalized boolean;
-    singles text [] := '{}';
 BEGIN
-    ngrams := '{}';
-    fuzzy := '{}';
-    FOR i IN 1..n LOOP
-        ngrams := ngrams || toks[i];
-        IF i + 1 <= n THEN
-            ngrams := ngrams || (toks[i] || ' ' || toks[i + 1]);
-            IF i + 2 <= n THEN
-                ngrams := ngrams || (toks[i] || ' ' || toks[i + 1] || ' ' || toks[i + 2]);
-                IF i + 3 <= n THEN
-                    ngrams := ngrams || (toks[i] || ' ' || toks[i + 1] || ' ' || toks[i + 2] || ' ' || toks[i + 3]);
-                END IF;
-            END IF;
-        END IF;
-        -- Capitalized, not a stop word, month or weekday, not the first word.
-        capitalized := i > 1
-            AND pg_catalog.left(cased[i], 1) <> pg_catalog.lower(pg_catalog.left(cased[i], 1))
-            AND NOT toks[i] = ANY (stop)
-            AND NOT toks[i] = ANY (calendar);
-        IF capitalized THEN
-            IF prev_capitalized THEN
-                fuzzy := fuzzy || (toks[i - 1] || ' ' || toks[i]);
-            END IF;
-            IF pg_catalog.length(toks[i]) >= 4 THEN
-                singles := singles || toks[i];
-            END IF;
-        ELSIF lowercase_query AND pg_catalog.length(toks[i]) >= 5 AND NOT toks[i] = ANY (stop) THEN
-            singles := singles || toks[i];
-        END IF;
-        prev_capitalized := capitalized;
-    END LOOP;
-    fuzzy := (fuzzy || singles)[1:8];
+    ngrams := dm_private.query_token_ngrams(
+        pg_catalog.string_to_array(pg_catalog.lower(pg_catalog.array_to_string(cased, ' ')), ' '));
+    fuzzy := dm_private.query_fuzzy_keys(cased);
 END
 $$;
 COMMENT ON FUNCTION dm_private.query_name_keys(text) IS
@@ -638,7 +699,7 @@ PARALLEL SAFE
 SET search_path = ''
 AS $$
 BEGIN
-    RETURN (dm_private.query_name_keys(query)).ngrams;
+    RETURN dm_private.query_token_ngrams(dm_private.query_tokens(query));
 END
 $$;
 COMMENT ON FUNCTION dm_private.query_ngrams(text) IS
@@ -657,7 +718,7 @@ DECLARE
     prepared constant text := dm_private.parse_prepare_text(query);
     anchored jsonb;
     phrases jsonb := '[]'::jsonb;
-    terms text [] := '{}';
+    terms text [] := '{}'::text [];
     raw text;
     phrase text;
     pos integer := 1;
@@ -720,8 +781,10 @@ SET pg_trgm.similarity_threshold = 0.45
 -- and planning it anew (custom plans) costs more than running it.
 SET plan_cache_mode = force_generic_plan
 AS $$
+DECLARE
+    -- Checked first, as an expression (PERFORM would run a whole query).
+    checked_team constant uuid := dm_private.require_team(match_team_id);
 BEGIN
-    PERFORM dm_private.require_team(match_team_id);
     RETURN (
         SELECT COALESCE(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
                 'entity_id', y.entity_id,
@@ -771,14 +834,15 @@ SECURITY DEFINER
 SET search_path = ''
 AS $$
 DECLARE
+    -- Checked first, as an expression (PERFORM would run a whole query).
+    checked_team constant uuid := dm_private.require_team(match_team_id);
     found jsonb;
     matched_names text [];
     matched_ids uuid [];
     candidate text;
     covered text;
-    probes text [] := '{}';
+    probes text [] := '{}'::text [];
 BEGIN
-    PERFORM dm_private.require_team(match_team_id);
     IF ngrams IS NULL OR pg_catalog.cardinality(ngrams) = 0 THEN
         RETURN '[]'::jsonb;
     END IF;
@@ -797,14 +861,16 @@ BEGIN
         -- The ten best: canonical before alias, longer mentions first.
         SELECT d.entity_id, d.mention, d.match_kind
         FROM (
-            -- A join, not normalized_name = ANY (ngrams): with a parameter array
-            -- that is a linear search per row of the team.
+            -- One btree scan for all n-grams (= ANY walks the sorted array in
+            -- one descent), compared in byte order: equality is the same
+            -- under any deterministic collation, and sorting the array with
+            -- memcmp instead of strcoll halves the lookup (migration 0011).
             SELECT DISTINCT ON (n.entity_id)
                 n.entity_id, n.normalized_name AS mention,
                 CASE WHEN n.is_canonical THEN 'exact' ELSE 'alias' END AS match_kind
-            FROM pg_catalog.unnest(ngrams) AS g (gram)
-            JOIN dm_private.entity_names AS n ON n.team_id = match_team_id AND n.normalized_name = g.gram
-            ORDER BY n.entity_id, n.is_canonical DESC, pg_catalog.length(n.normalized_name) DESC
+            FROM dm_private.entity_names AS n
+            WHERE n.team_id = match_team_id AND n.normalized_name COLLATE "C" = ANY (ngrams)
+            ORDER BY n.entity_id, n.is_canonical DESC, pg_catalog.length(n.normalized_name) DESC, n.normalized_name
         ) AS d
         ORDER BY d.match_kind DESC, pg_catalog.length(d.mention) DESC, d.entity_id
         LIMIT 10
@@ -846,22 +912,19 @@ SET search_path = ''
 AS $$
 BEGIN
     RETURN (
-        WITH grams AS (
-            SELECT g.phrase, g.ord FROM pg_catalog.unnest(ngrams) WITH ORDINALITY AS g (phrase, ord)
-        )
         SELECT COALESCE(pg_catalog.jsonb_agg(p.predicate ORDER BY p.first_at, p.predicate), '[]'::jsonb)
         FROM (
-            SELECT m.predicate, pg_catalog.min(m.ord) AS first_at
+            -- first_at: where the phrase first occurs among the n-grams.
+            SELECT m.predicate, pg_catalog.min(pg_catalog.array_position(ngrams, m.phrase)) AS first_at
             FROM (
-                SELECT s.predicate, g.ord
-                FROM grams AS g
-                JOIN dm_private.predicate_synonyms AS s
-                    ON s.team_id = hint_team_id AND s.phrase = g.phrase AND s.enabled
+                SELECT s.predicate, s.phrase
+                FROM dm_private.predicate_synonyms AS s
+                WHERE s.team_id = hint_team_id AND s.phrase COLLATE "C" = ANY (ngrams) AND s.enabled
                 UNION ALL
-                SELECT d.predicate, g.ord
-                FROM grams AS g
-                JOIN dm_private.predicate_synonym_defaults AS d ON d.phrase = g.phrase
-                WHERE NOT EXISTS (
+                SELECT d.predicate, d.phrase
+                FROM dm_private.predicate_synonym_defaults AS d
+                WHERE d.phrase COLLATE "C" = ANY (ngrams)
+                  AND NOT EXISTS (
                     SELECT 1 FROM dm_private.predicate_synonyms AS o
                     WHERE o.team_id = hint_team_id AND o.phrase = d.phrase)
             ) AS m
@@ -883,15 +946,21 @@ STABLE
 SET search_path = ''
 AS $$
 DECLARE
-    grams text [];
-    fuzzy text [];
+    -- The name tokens once, for the n-grams and the trigram candidates
+    -- (dm_private.query_name_keys, as plain expressions: no SELECT to run).
+    cased constant text [] := dm_private.query_tokens_cased(query);
+    grams constant text [] := dm_private.query_token_ngrams(
+        pg_catalog.string_to_array(pg_catalog.lower(pg_catalog.array_to_string(cased, ' ')), ' '));
 BEGIN
-    PERFORM dm_private.require_team(parse_query.team_id);
-    -- Typed variables, not a record: a record's expressions are re-planned.
-    SELECT k.ngrams, k.fuzzy INTO grams, fuzzy FROM dm_private.query_name_keys(query) AS k;
+    -- The team is checked by dm_private.match_query_entities (as
+    -- densemem_searcher) before any team row is read. One role per
+    -- dm_private.require_team call keeps its cached plan valid: a plan that
+    -- reads a table under row-level security is re-planned whenever the
+    -- role changes, and checking here as the caller too made every parse
+    -- plan that query twice.
     RETURN dm_private.parse_query_text(query, COALESCE(parse_query.now, pg_catalog.now()))
         || pg_catalog.jsonb_build_object(
-            'entities', dm_private.match_query_entities(parse_query.team_id, grams, fuzzy),
+            'entities', dm_private.match_query_entities(parse_query.team_id, grams, dm_private.query_fuzzy_keys(cased)),
             'predicates', dm_private.predicate_hints(parse_query.team_id, grams));
 END
 $$;
@@ -905,6 +974,8 @@ REVOKE ALL ON FUNCTION dm_private.query_tokens_cased(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm_private.query_tokens(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm_private.query_name_keys(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm_private.query_ngrams(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION dm_private.query_token_ngrams(text []) FROM PUBLIC;
+REVOKE ALL ON FUNCTION dm_private.query_fuzzy_keys(text []) FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm_private.parse_query_text(text, timestamptz) FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm_private.match_query_entities(uuid, text [], text []) FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm_private.match_entity_trigrams(uuid, text [], uuid []) FROM PUBLIC;
@@ -924,6 +995,10 @@ densemem_app, densemem_analyst, densemem_operator, densemem_searcher;
 GRANT EXECUTE ON FUNCTION dm_private.query_name_keys(text) TO
 densemem_app, densemem_analyst, densemem_operator, densemem_searcher;
 GRANT EXECUTE ON FUNCTION dm_private.query_ngrams(text) TO
+densemem_app, densemem_analyst, densemem_operator, densemem_searcher;
+GRANT EXECUTE ON FUNCTION dm_private.query_token_ngrams(text []) TO
+densemem_app, densemem_analyst, densemem_operator, densemem_searcher;
+GRANT EXECUTE ON FUNCTION dm_private.query_fuzzy_keys(text []) TO
 densemem_app, densemem_analyst, densemem_operator, densemem_searcher;
 GRANT EXECUTE ON FUNCTION dm_private.parse_query_text(text, timestamptz) TO
 densemem_app, densemem_analyst, densemem_operator, densemem_searcher;
