@@ -234,6 +234,10 @@ BEGIN
 
     -- composite rerank and MMR
     scored := ARRAY(SELECT s FROM dm_private.recall_rerank(team, query, fused, req, settings, hops) AS s);
+    -- neighbouring-turn context (optional stage, sql/52): off unless the profile sets context.weight
+    IF COALESCE((settings #>> '{context,weight}')::double precision, 0) > 0 THEN
+        scored := ARRAY(SELECT s FROM dm_private.recall_context_lift(team, scored, settings) AS s);
+    END IF;
     timings := timings || pg_catalog.jsonb_build_object('rerank_ms', EXTRACT(EPOCH FROM pg_catalog.clock_timestamp() - mark) * 1000);
     mark := pg_catalog.clock_timestamp();
     SELECT pg_catalog.array_agg(m.evidence_id ORDER BY m.mmr_rank) FILTER (WHERE m.mmr_rank IS NOT NULL),

@@ -124,3 +124,49 @@ def test_bad_weight_and_another_team_are_refused(admin_conn: psycopg.Connection[
         _lift(admin_conn, team, [(ids["a1"], 1.0, 1.0)], {"context": {"weight": 2}})
     with pytest.raises(psycopg.errors.InsufficientPrivilege):
         _lift(admin_conn, team, [(ids["a1"], 1.0, 1.0)], {"context": {"weight": 0.5}}, as_team=other)
+
+
+def test_recall_memory_applies_the_stage_only_when_the_profile_enables_it(
+    admin_conn: psycopg.Connection[Any],
+) -> None:
+    """Through dm.recall_memory: the reply after the best-matching question climbs over louder strangers."""
+    from test_recall_support import recall, result_ids
+
+    admin_conn.execute(
+        "INSERT INTO dm_private.ranking_profiles (name, version, is_default, settings, description) "
+        "SELECT 'context_probe', 1, false, jsonb_set(settings, '{context}', '{\"weight\": 0.5}'), 'test' "
+        "FROM dm_private.ranking_profiles WHERE is_default"
+    )
+    team, profile = make_team(admin_conn, "context-recall")
+    turns = [
+        ("s1", "Bob: how was the hiking trip to the glacier?"),
+        ("s1", "Alice: wonderful, we saw a bear on the trip"),
+        ("s2", "Carol: trip after trip after trip, the dentist trip again"),
+        ("s3", "Dan: a trip report, trip notes and trip photos"),
+    ]
+    ids = [
+        ingest(
+            admin_conn,
+            team,
+            profile,
+            [
+                {
+                    "text": text,
+                    "source": {"external_id": f"t{i}", "kind": "conversation_turn", "source_group": group},
+                    "memory_type": "semantic",
+                }
+            ],
+        )[0]
+        for i, (group, text) in enumerate(turns)
+    ]
+    request = {"limit": 4, "now": "2026-01-01T00:00:00Z"}
+    plain = result_ids(recall(admin_conn, team, "hiking trip glacier", request=request))
+    lifted = result_ids(
+        recall(
+            admin_conn, team, "hiking trip glacier", request={**request, "ranking_profile": "context_probe"}
+        )
+    )
+    assert plain[0] == lifted[0] == ids[0]
+    assert plain.index(ids[1]) > 1  # the reply loses to the louder strangers on its own
+    assert lifted[1] == ids[1]  # its neighbour, the best match, lifts it
+    assert sorted(plain) == sorted(lifted)  # the stage adds and drops nothing
