@@ -87,6 +87,12 @@ DECLARE
         'path', 'path', 'path', 'scoped_name', 'scoped_name', 'uuid', 'server_id', 'semver', 'issue_key', 'hash'];
     -- A literal character every match of the grammar contains: a cheap guard.
     grammar_needles constant text [] := ARRAY[':\', '/', '/', ':', '@', '-', '-', '.', '-', ''];
+    -- Then a short regular expression every match contains (a DFA scan with
+    -- no lookaround), so that the full grammar runs only where it can match:
+    -- a hyphenated word or an abbreviation such as "Dr." costs one scan.
+    grammar_guards constant text [] := ARRAY[
+        '', '', '', '[A-Za-z0-9]:[A-Za-z0-9]', '[A-Za-z0-9_.-]@[A-Za-z0-9]', '[0-9A-Fa-f]{8}-[0-9A-Fa-f]',
+        '[Ss][Rr][Vv]-[A-Za-z0-9]', '[0-9]\.[0-9]', '[A-Z0-9]-[1-9]', '[0-9A-Fa-f]{7}'];
     grammar_patterns constant text [] := ARRAY[
         -- 1 path, Windows: drive letter, colon, backslash, at least one segment.
         '(?<![A-Za-z0-9_])[A-Za-z]:\\[^ \\/:*?"<>|]+(?:\\[^ \\/:*?"<>|]+)*\\?',
@@ -118,6 +124,7 @@ BEGIN
     FOR g IN 1..10 LOOP
         k := grammar_kinds[g];
         CONTINUE WHEN grammar_needles[g] <> '' AND pg_catalog.strpos(t, grammar_needles[g]) = 0;
+        CONTINUE WHEN grammar_guards[g] <> '' AND t !~ grammar_guards[g];
         -- A hash below 17 characters has a digit; a longer one may be all letters.
         CONTINUE WHEN k = 'hash' AND t !~ '[0-9]' AND t !~ '[a-fA-F]{17}';
         pattern := grammar_patterns[g];
@@ -264,6 +271,26 @@ BEGIN
         -- longest base form at a position wins; a position without one moves on
         -- by one token.
         WHILE i <= nt LOOP
+            -- Most tokens open no time expression: a token that is not an
+            -- opening word, preposition, "the", number word, month, weekday
+            -- or relative word and does not start with a digit matches no
+            -- base form below, so one probe moves past it.
+            IF pg_catalog.ascii(toks[i]) NOT BETWEEN 48 AND 57
+               AND NOT ('{"since": true, "before": true, "after": true, "until": true, "till": true, "by": true,
+                        "prior": true, "in": true, "during": true, "on": true, "of": true, "from": true,
+                        "throughout": true, "around": true, "the": true, "a": true, "an": true, "one": true,
+                        "two": true, "three": true, "four": true, "five": true, "six": true, "seven": true,
+                        "eight": true, "nine": true, "ten": true, "eleven": true, "twelve": true, "january": true,
+                        "february": true, "march": true, "april": true, "may": true, "june": true, "july": true,
+                        "august": true, "september": true, "october": true, "november": true, "december": true,
+                        "sept": true, "jan": true, "feb": true, "mar": true, "apr": true, "jun": true, "jul": true,
+                        "aug": true, "sep": true, "oct": true, "nov": true, "dec": true, "today": true,
+                        "tonight": true, "yesterday": true, "tomorrow": true, "last": true, "this": true,
+                        "next": true, "past": true, "previous": true, "monday": true, "tuesday": true,
+                        "wednesday": true, "thursday": true, "friday": true, "saturday": true, "sunday": true}'::jsonb OPERATOR(pg_catalog.?) toks[i]) THEN
+                i := i + 1;
+                CONTINUE;
+            END IF;
             j := i;
             prefix := NULL;
             prep := NULL;

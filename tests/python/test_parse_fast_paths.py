@@ -1,0 +1,298 @@
+"""The fast paths of dm.parse_query give the same answers as the plain rules.
+
+Session 2 made the parse cheaper without changing any answer
+(docs/QUERY_GRAMMAR.md, "Cost"). Each shortcut is checked here against a
+reference that does not take it:
+
+- the printable-ASCII shortcut of dm_private.parse_prepare_text against
+  translate() of any text;
+- the n-grams (dm_private.query_token_ngrams) and trigram candidates
+  (dm_private.query_fuzzy_keys) against Python implementations of the
+  documented rules;
+- the anchor guards (a short regular expression every match of a grammar
+  contains) and the time walker's skip of tokens that open no expression, on
+  identifiers and time forms at the edges of those guards; the expected
+  values are what the parser returned before the shortcuts existed;
+- the byte-order (COLLATE "C") n-gram lookups of entity names and predicate
+  synonyms on non-ASCII names and phrases;
+- the team check, now made once by the definer lookup, still comes before
+  any answer: another team, or no team, is refused even for an empty query.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import create_database_from_template, drop_database
+from densemem.store import write
+from densemem.store.parse import parse_query
+from densemem.store.session import Principal, acting_as
+
+SQL_FILE = Path(__file__).resolve().parents[2] / "sql" / "20_parse_query.sql"
+CLOCK = "2024-03-15T12:00:00Z"
+# dm_private.parse_prepare_text's replacement list (the plain rule).
+PREPARE_FROM = (
+    "\t\n\x0b\x0c\r\u00a0\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
+    "\u200b\u202f\u205f\u3000\ufeff\u2019\u2018"
+)
+PREPARE_TO = " " * 22 + "''"
+
+
+def _fuzzy_word_lists() -> tuple[set[str], set[str]]:
+    """The stop words and stop + calendar words of dm_private.query_fuzzy_keys, read from its source."""
+    source = SQL_FILE.read_text(encoding="utf-8")
+    body = source[source.index("FUNCTION dm_private.query_fuzzy_keys") :]
+    lists = re.findall(r"'\{([a-z,]+)\}'::text \[\]", body[: body.index("$$;")])
+    stop, capitalized_stop = (set(words.split(",")) for words in lists[:2])
+    return stop, capitalized_stop
+
+
+STOP, CAPITALIZED_STOP = _fuzzy_word_lists()
+
+
+@pytest.fixture(scope="module")
+def url(admin_url: str, template_url: str) -> Iterator[str]:
+    database = create_database_from_template(admin_url)
+    try:
+        yield database
+    finally:
+        drop_database(admin_url, database)
+
+
+@pytest.fixture(scope="module")
+def conn(url: str) -> Iterator[psycopg.Connection[Any]]:
+    with psycopg.connect(url, autocommit=True) as connection:
+        yield connection
+
+
+def make_team(admin: psycopg.Connection[Any], name: str) -> Principal:
+    team, profile = uuid.uuid4(), uuid.uuid4()
+    admin.execute("INSERT INTO dm_private.teams (team_id, name) VALUES (%s, %s)", (team, name))
+    admin.execute(
+        "INSERT INTO dm_private.profiles (team_id, profile_id, name) VALUES (%s, %s, 'writer')",
+        (team, profile),
+    )
+    return Principal(team_id=team, profile_id=profile)
+
+
+# ---------------------------------------------------------------- prepared text
+
+ODD_TEXT = st.text(
+    alphabet=st.one_of(
+        st.sampled_from(list(PREPARE_FROM) + list(" ~!azAZ09\u00e9\u201c\u201d\u00ad\u4e2d\U0001f600\x7f")),
+        st.characters(codec="utf-8", exclude_characters="\x00"),
+    ),
+    max_size=60,
+)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=ODD_TEXT, pad=st.booleans())
+def test_prepared_text_equals_translate(conn: psycopg.Connection[Any], text: str, pad: bool) -> None:
+    query = ("x" * 1990 + text) if pad else text
+    row = conn.execute(
+        "SELECT dm_private.parse_prepare_text(%(q)s), "
+        "translate(left(COALESCE(%(q)s, ''), 2000), %(f)s, %(t)s)",
+        {"q": query, "f": PREPARE_FROM, "t": PREPARE_TO},
+    ).fetchone()
+    assert row is not None
+    assert row[0] == row[1]
+
+
+def test_prepared_text_of_null_is_empty(conn: psycopg.Connection[Any]) -> None:
+    row = conn.execute("SELECT dm_private.parse_prepare_text(NULL)").fetchone()
+    assert row is not None and row[0] == ""
+
+
+# ---------------------------------------------------------------- name keys
+
+TOKENS = st.lists(
+    st.one_of(
+        st.sampled_from(sorted(CAPITALIZED_STOP)),
+        st.sampled_from(
+            ["Caroline", "Zo\u00eb", "\u00c9mile", "dense-mem", "c++", "O'Neil", "Tim's", "LGBTQ"]
+        ),
+        st.text(alphabet="abcdefgXYZ\u00e9\u00c9", min_size=1, max_size=8),
+    ),
+    max_size=14,
+)
+
+
+def reference_ngrams(tokens: list[str]) -> list[str]:
+    return [
+        " ".join(tokens[i : i + n]) for i in range(len(tokens)) for n in range(1, 5) if i + n <= len(tokens)
+    ]
+
+
+def reference_fuzzy(cased: list[str]) -> list[str]:
+    lower = [t.lower() for t in cased]
+    if " ".join(cased) == " ".join(lower):
+        return [t for t in lower if len(t) >= 5 and t not in STOP][:8]
+    pairs: list[str] = []
+    singles: list[str] = []
+    previous = False
+    for i in range(1, len(cased)):
+        capitalized = cased[i][0] != cased[i][0].lower() and lower[i] not in CAPITALIZED_STOP
+        if capitalized and previous:
+            pairs.append(f"{lower[i - 1]} {lower[i]}")
+        if capitalized and len(lower[i]) >= 4:
+            singles.append(lower[i])
+        previous = capitalized
+    return (pairs + singles)[:8]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(tokens=TOKENS, punctuation=st.sampled_from(["", "?", ",", "!"]))
+def test_name_keys_follow_the_documented_rules(
+    conn: psycopg.Connection[Any], tokens: list[str], punctuation: str
+) -> None:
+    query = " ".join(tokens) + punctuation
+    row = conn.execute(
+        "SELECT dm_private.query_tokens_cased(%(q)s), dm_private.query_tokens(%(q)s), "
+        "(dm_private.query_name_keys(%(q)s)).ngrams, (dm_private.query_name_keys(%(q)s)).fuzzy, "
+        "dm_private.query_ngrams(%(q)s)",
+        {"q": query},
+    ).fetchone()
+    assert row is not None
+    cased, lower, ngrams, fuzzy, query_ngrams = row
+    assert ngrams == reference_ngrams(lower)
+    assert query_ngrams == ngrams
+    assert fuzzy == reference_fuzzy(cased)
+
+
+def test_name_keys_of_an_empty_query(conn: psycopg.Connection[Any]) -> None:
+    row = conn.execute(
+        "SELECT (dm_private.query_name_keys('')).ngrams, (dm_private.query_name_keys(' ?! ')).fuzzy, "
+        "dm_private.query_token_ngrams(NULL), dm_private.query_fuzzy_keys(NULL)"
+    ).fetchone()
+    assert row == ([], [], [], [])
+
+
+# ---------------------------------------------------------------- guards and the time walker
+
+# What the parser returned for these before the guards existed (session 1).
+EDGE_ANCHORS: dict[str, list[list[str]]] = {
+    "deploy web.app_@main now": [["scoped_name", "web.app_@main"]],
+    "push my-repo-@v2 today": [["scoped_name", "my-repo-@v2"]],
+    "see svc:a and x:1": [["scoped_name", "svc:a"]],
+    "uuid 0123ABCD-0000-4000-8000-00000000abcd ok": [["uuid", "0123abcd-0000-4000-8000-00000000abcd"]],
+    "ticket PROJ-12 and AB-1 and ABCD-7": [["issue_key", "PROJ-12"], ["issue_key", "ABCD-7"]],
+    "srv-a1-b2 restarted": [["server_id", "srv-a1-b2"]],
+    "SRV-9 up": [["server_id", "srv-9"]],
+    "version 0.0.1 and v10.20.30-rc.1+b.2": [["semver", "0.0.1"], ["semver", "v10.20.30-rc.1+b.2"]],
+    "J.K. Rowling and Dr. Seuss 1.2": [],
+    "commit abc1234 and ABCDEF0123 and deadbeefcafebabe12": [
+        ["hash", "abc1234"],
+        ["hash", "abcdef0123"],
+        ["hash", "deadbeefcafebabe12"],
+    ],
+    "career-wise self-care 2023": [],
+    "a 1.2.3.4 and 8.5.2023": [],
+    "mail a.b@example.com and repo@main": [["scoped_name", "repo@main"]],
+}
+
+EDGE_TIMES: dict[str, tuple[list[str], str | None, str | None]] = {
+    "prior to May 2023 and throughout the 2022": (
+        ["prior to may 2023", "throughout 2022"],
+        "2022-01-01T00:00:00+00:00",
+        "2023-01-01T00:00:00+00:00",
+    ),
+    "what happened 3 days ago": (["3 days ago"], "2024-03-12T00:00:00+00:00", "2024-03-13T00:00:00+00:00"),
+    "on the 8th of May": (["on 8th of may"], "2023-05-08T00:00:00+00:00", "2023-05-09T00:00:00+00:00"),
+    "around Friday": (["around friday"], "2024-03-08T00:00:00+00:00", "2024-03-09T00:00:00+00:00"),
+    "previous Monday": (["previous monday"], "2024-03-11T00:00:00+00:00", "2024-03-12T00:00:00+00:00"),
+    "the week before last week": (["before last week"], None, "2024-03-04T00:00:00+00:00"),
+    "a week ago in 2023": (
+        ["a week ago", "in 2023"],
+        "2024-03-04T00:00:00+00:00",
+        "2024-03-11T00:00:00+00:00",
+    ),
+    "during 2023-05-08": (["during 2023-05-08"], "2023-05-08T00:00:00+00:00", "2023-05-09T00:00:00+00:00"),
+    "since two months ago": (["since two months ago"], "2024-01-01T00:00:00+00:00", None),
+    "until tomorrow": (["until tomorrow"], None, "2024-03-17T00:00:00+00:00"),
+    "twelve years ago": (["twelve years ago"], "2012-01-01T00:00:00+00:00", "2013-01-01T00:00:00+00:00"),
+}
+
+
+@pytest.mark.parametrize("query", sorted(EDGE_ANCHORS))
+def test_anchor_guards_keep_edge_identifiers(conn: psycopg.Connection[Any], query: str) -> None:
+    row = conn.execute("SELECT dm_private.parse_query_text(%s, %s) -> 'anchors'", (query, CLOCK)).fetchone()
+    assert row is not None
+    assert [[a["kind"], a["value"]] for a in row[0]] == EDGE_ANCHORS[query]
+
+
+@pytest.mark.parametrize("query", sorted(EDGE_TIMES))
+def test_time_walker_keeps_edge_forms(conn: psycopg.Connection[Any], query: str) -> None:
+    row = conn.execute("SELECT dm_private.parse_query_text(%s, %s) -> 'time'", (query, CLOCK)).fetchone()
+    assert row is not None
+    expressions, start, end = EDGE_TIMES[query]
+    assert row[0]["expressions"] == expressions
+    assert row[0]["window"] == {"from": start, "to": end}
+
+
+# ---------------------------------------------------------------- team lookups
+
+
+def test_byte_order_lookups_find_non_ascii_names_and_phrases(url: str, conn: psycopg.Connection[Any]) -> None:
+    team = make_team(conn, f"bytes-{uuid.uuid4().hex[:8]}")
+    other = make_team(conn, f"bytes-other-{uuid.uuid4().hex[:8]}")
+    with psycopg.connect(url) as session:
+        with acting_as(session, team) as cur:
+            emile, zoe, ab = write.upsert_entities(
+                cur,
+                team_id=team.team_id,
+                items=[
+                    {"name": "\u00c9mile Zola", "aliases": ["\u00c9mile"]},
+                    {"name": "Zo\u00eb"},
+                    {"name": "A-B-C"},
+                ],
+            )
+            cur.execute(
+                "INSERT INTO dm_private.predicate_synonyms (team_id, phrase, predicate) VALUES "
+                "(%(t)s, 'arbeitet f\u00fcr', 'works_at'), (%(t)s, 'travaille sur', 'works_on')",
+                {"t": team.team_id},
+            )
+        with acting_as(session, other) as cur:
+            write.upsert_entities(cur, team_id=other.team_id, items=[{"name": "Zo\u00eb"}])
+        with acting_as(session, Principal(team_id=team.team_id)) as cur:
+            parsed = parse_query(
+                cur,
+                query="Zo\u00eb travaille sur a-b-c avec \u00c9MILE ZOLA, qui arbeitet f\u00fcr \u00c9mile?",
+                team_id=team.team_id,
+            )
+    assert [(e["entity_id"], e["match"]) for e in parsed["entities"]] == [
+        (str(emile), "exact"),
+        (str(ab), "exact"),
+        (str(zoe), "exact"),
+    ]
+    assert parsed["predicates"] == ["works_on", "works_at"]
+
+
+def test_the_team_is_checked_before_any_answer(url: str, conn: psycopg.Connection[Any]) -> None:
+    team = make_team(conn, f"check-{uuid.uuid4().hex[:8]}")
+    other = make_team(conn, f"check-other-{uuid.uuid4().hex[:8]}")
+    with psycopg.connect(url) as session:
+        for query in ("", "   ", "Who works on Zephyr?"):
+            with pytest.raises(psycopg.errors.InsufficientPrivilege), acting_as(session, team) as cur:
+                parse_query(cur, query=query, team_id=other.team_id)
+            with pytest.raises(psycopg.errors.InvalidAuthorizationSpecification), session.transaction():
+                session.execute("SET LOCAL ROLE densemem_app")
+                session.execute("SELECT dm.parse_query(%s, %s)", (query, team.team_id))
+            with acting_as(session, team) as cur:
+                parsed = parse_query(cur, query=query, team_id=team.team_id)
+            assert parsed["entities"] == []
+        with acting_as(session, team) as cur:
+            cur.execute("SELECT dm.parse_query('', %s)::text AS parsed", (team.team_id,))
+            row = cur.fetchone()
+        assert row is not None
+        assert json.loads(row["parsed"])["predicates"] == []
