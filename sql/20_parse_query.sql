@@ -313,22 +313,25 @@ BEGIN
             t3 := toks[j + 2];
             t4 := toks[j + 3];
             k := 0;
+            -- Each regular expression anchored on a digit (or a letter) runs
+            -- only when the token's first character is one (ascii() is cheap,
+            -- a regex run allocates its automaton).
             IF t1 IS NULL THEN
                 k := 0;
-            ELSIF (t1 = ANY (numbers) OR t1 ~ '^[0-9]{1,3}$') AND t2 = ANY (units) AND t3 = 'ago' THEN
+            ELSIF (t1 = ANY (numbers) OR (pg_catalog.ascii(t1) BETWEEN 48 AND 57 AND t1 ~ '^[0-9]{1,3}$')) AND t2 = ANY (units) AND t3 = 'ago' THEN
                 k := 3;                                   -- 3 days ago
-            ELSIF t1 ~ '^[0-9]{4}-[0-9]{2}-[0-9]{2}$' THEN
+            ELSIF (pg_catalog.ascii(t1) BETWEEN 48 AND 57 AND t1 ~ '^[0-9]{4}-[0-9]{2}-[0-9]{2}$') THEN
                 k := 1;                                   -- 2023-05-08
-            ELSIF t1 ~ '^[0-3]?[0-9](?:st|nd|rd|th)?$' AND (t2 = ANY (months) OR (t2 = 'of' AND t3 = ANY (months))) THEN
+            ELSIF (pg_catalog.ascii(t1) BETWEEN 48 AND 57 AND t1 ~ '^[0-3]?[0-9](?:st|nd|rd|th)?$') AND (t2 = ANY (months) OR (t2 = 'of' AND t3 = ANY (months))) THEN
                 IF t2 = 'of' THEN
-                    k := CASE WHEN t4 ~ '^(?:19|20)[0-9]{2}$' THEN 4 ELSE 3 END;   -- 8th of May [2023]
+                    k := CASE WHEN (pg_catalog.ascii(t4) BETWEEN 48 AND 57 AND t4 ~ '^(?:19|20)[0-9]{2}$') THEN 4 ELSE 3 END;   -- 8th of May [2023]
                 ELSE
-                    k := CASE WHEN t3 ~ '^(?:19|20)[0-9]{2}$' THEN 3 ELSE 2 END;   -- 8 May [2023]
+                    k := CASE WHEN (pg_catalog.ascii(t3) BETWEEN 48 AND 57 AND t3 ~ '^(?:19|20)[0-9]{2}$') THEN 3 ELSE 2 END;   -- 8 May [2023]
                 END IF;
             ELSIF t1 = ANY (months) THEN
-                IF t2 ~ '^[0-3]?[0-9](?:st|nd|rd|th)?$' THEN
-                    k := CASE WHEN t3 ~ '^(?:19|20)[0-9]{2}$' THEN 3 ELSE 2 END;   -- May 8[, 2023]
-                ELSIF t2 ~ '^(?:19|20)[0-9]{2}$' THEN
+                IF (pg_catalog.ascii(t2) BETWEEN 48 AND 57 AND t2 ~ '^[0-3]?[0-9](?:st|nd|rd|th)?$') THEN
+                    k := CASE WHEN (pg_catalog.ascii(t3) BETWEEN 48 AND 57 AND t3 ~ '^(?:19|20)[0-9]{2}$') THEN 3 ELSE 2 END;   -- May 8[, 2023]
+                ELSIF (pg_catalog.ascii(t2) BETWEEN 48 AND 57 AND t2 ~ '^(?:19|20)[0-9]{2}$') THEN
                     k := 2;                               -- May 2023
                 ELSE
                     k := 1;                               -- May
@@ -339,12 +342,12 @@ BEGIN
                 k := 2;
             ELSIF t1 IN ('last', 'this', 'next', 'past', 'previous') AND t2 IN ('weekend', 'week', 'month', 'year') THEN
                 k := 2;
-            ELSIF t1 IN ('last', 'past', 'previous') AND (t2 = ANY (numbers) OR t2 ~ '^[0-9]{1,3}$')
+            ELSIF t1 IN ('last', 'past', 'previous') AND (t2 = ANY (numbers) OR (pg_catalog.ascii(t2) BETWEEN 48 AND 57 AND t2 ~ '^[0-9]{1,3}$'))
                   AND t3 = ANY (units) THEN
                 k := 3;                                   -- last 3 days
             ELSIF t1 IN ('last', 'previous') AND t2 = ANY (weekdays) THEN
                 k := 2;
-            ELSIF t1 = ANY (weekdays) OR t1 ~ '^(?:19|20)[0-9]{2}$' THEN
+            ELSIF t1 = ANY (weekdays) OR (pg_catalog.ascii(t1) BETWEEN 48 AND 57 AND t1 ~ '^(?:19|20)[0-9]{2}$') THEN
                 k := 1;                                   -- Friday, 2023 (need a preposition)
             END IF;
             IF k = 0 THEN
@@ -358,29 +361,29 @@ BEGIN
             y := NULL;
             mo := NULL;
             d := NULL;
-            IF b ~ '^[0-9]{4}-' THEN
+            IF (pg_catalog.ascii(b) BETWEEN 48 AND 57 AND b ~ '^[0-9]{4}-') THEN
                 -- 2023-05-08
                 y := pg_catalog.substr(b, 1, 4)::integer;
                 mo := pg_catalog.substr(b, 6, 2)::integer;
                 d := pg_catalog.substr(b, 9, 2)::integer;
-            ELSIF b ~ '^[0-9]{1,2}[a-z]* (?:of )?[a-z]+,? ?[0-9]{4}$' THEN
+            ELSIF (pg_catalog.ascii(b) BETWEEN 48 AND 57 AND b ~ '^[0-9]{1,2}[a-z]* (?:of )?[a-z]+,? ?[0-9]{4}$') THEN
                 -- 8 May 2023, 8th of May, 2023
                 p := pg_catalog.regexp_match(b, '^([0-9]+)[a-z]* (?:of )?([a-z]+),? ?([0-9]{4})$');
                 d := p[1]::integer;
                 mo := (pg_catalog.strpos('janfebmaraprmayjunjulaugsepoctnovdec', pg_catalog.left(p[2], 3)) + 2) / 3;
                 y := p[3]::integer;
-            ELSIF b ~ '^[a-z]+ [0-9]{1,2}[a-z]*,? ?[0-9]{4}$' THEN
+            ELSIF (pg_catalog.ascii(b) BETWEEN 97 AND 122 AND b ~ '^[a-z]+ [0-9]{1,2}[a-z]*,? ?[0-9]{4}$') THEN
                 -- May 8, 2023
                 p := pg_catalog.regexp_match(b, '^([a-z]+) ([0-9]+)[a-z]*,? ?([0-9]{4})$');
                 mo := (pg_catalog.strpos('janfebmaraprmayjunjulaugsepoctnovdec', pg_catalog.left(p[1], 3)) + 2) / 3;
                 d := p[2]::integer;
                 y := p[3]::integer;
-            ELSIF b ~ '^[a-z]+,? [0-9]{4}$' THEN
+            ELSIF (pg_catalog.ascii(b) BETWEEN 97 AND 122 AND b ~ '^[a-z]+,? [0-9]{4}$') THEN
                 -- May 2023
                 p := pg_catalog.regexp_match(b, '^([a-z]+),? ([0-9]{4})$');
                 mo := (pg_catalog.strpos('janfebmaraprmayjunjulaugsepoctnovdec', pg_catalog.left(p[1], 3)) + 2) / 3;
                 y := p[2]::integer;
-            ELSIF b ~ '^[0-9]{1,2}[a-z]* (?:of )?[a-z]+$' OR b ~ '^[a-z]+ [0-9]{1,2}[a-z]*$' THEN
+            ELSIF (pg_catalog.ascii(b) BETWEEN 48 AND 57 AND b ~ '^[0-9]{1,2}[a-z]* (?:of )?[a-z]+$') OR (pg_catalog.ascii(b) BETWEEN 97 AND 122 AND b ~ '^[a-z]+ [0-9]{1,2}[a-z]*$') THEN
                 -- 8 May / May 8: the most recent such day, today included.
                 p := COALESCE(pg_catalog.regexp_match(b, '^([0-9]+)[a-z]* (?:of )?([a-z]+)$'),
                               pg_catalog.regexp_match(b, '^[a-z]+ ([0-9]+)[a-z]*$') || pg_catalog.split_part(b, ' ', 1));
@@ -445,7 +448,7 @@ BEGIN
                 w_from := today0 - pg_catalog.make_interval(days => ((d - qty + 6) % 7) + 1);
                 w_to := w_from + interval '1 day';
                 d := NULL;
-            ELSIF b ~ '^[a-z]+$' THEN
+            ELSIF (pg_catalog.ascii(b) BETWEEN 97 AND 122 AND b ~ '^[a-z]+$') THEN
                 -- A bare month needs a preposition (in May, since March): the most
                 -- recent such month that has started.
                 CONTINUE WHEN prefix IS NULL AND prep IS NULL;
@@ -454,7 +457,7 @@ BEGIN
                 IF mo > pg_catalog.date_part('month', n) THEN
                     y := y - 1;
                 END IF;
-            ELSIF b ~ '^[0-9]{4}$' THEN
+            ELSIF (pg_catalog.ascii(b) BETWEEN 48 AND 57 AND b ~ '^[0-9]{4}$') THEN
                 -- A bare year needs a preposition (in 2023, before 2024).
                 CONTINUE WHEN prefix IS NULL AND prep IS NULL;
                 w_from := pg_catalog.make_timestamp(b::integer, 1, 1, 0, 0, 0);
