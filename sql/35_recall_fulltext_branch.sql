@@ -1,18 +1,27 @@
--- Recall stage 2a: the full-text and exact branches.
+-- Recall stage 2a: the full-text branch, ranked by BM25.
 --
--- Both run as densemem_searcher (BYPASSRLS, SECURITY DEFINER, empty
--- search_path): @@ and ts_rank_cd are not leakproof, so under row-level
+-- It runs as densemem_searcher (BYPASSRLS, SECURITY DEFINER, empty
+-- search_path): @@ and ts_rank are not leakproof, so under row-level
 -- security the planner could not use the GIN index ahead of the policy. The
 -- explicit team predicate, checked against the authenticated setting by
 -- require_team, replaces the policy here; hydration re-reads the chosen rows
 -- under RLS as the caller.
 --
--- ts_rank_cd reads every matching row's tsvector, so matches are capped
--- (settings fulltext.scan_cap) before ranking. The cap is applied twice: to
--- the rows matching every query term (websearch_to_tsquery, so quoted
--- phrases and -exclusions work) and to the rows matching any term (an OR of
--- the query's lexemes, which natural-language questions need), so the cap
--- never drops an all-terms match in favour of an any-term one.
+-- Scoring is Okapi BM25 with the team's own statistics (sql/34: document
+-- frequency per lexeme, document count and total length of the team's
+-- recallable evidence documents), so a rare term outweighs a common one and
+-- one team's corpus never moves another team's ranking.
+--
+-- Early cutoff: BM25 needs each candidate's tsvector, so the number of
+-- documents read is bounded by fulltext.scan_budget per pass. The any-term
+-- pass ORs the query's lexemes rarest first (known document frequencies)
+-- while their frequencies add up to at most the budget (the rarest always),
+-- so a common lexeme never floods the pool; documents holding only common
+-- query lexemes score little anyway. The all-terms pass (websearch_to_tsquery:
+-- quoted phrases and -exclusions work) always runs, capped by the same
+-- budget, and its matches are always scored, so an all-terms match is never
+-- dropped in favour of an any-term one. Every query lexeme counts in the
+-- score of every candidate, chosen for the scan or not.
 
 -- The query's tsqueries: "all" is websearch_to_tsquery; "any" is the OR of
 -- the lexemes of the query text (NULL when the query excludes terms, since
@@ -51,10 +60,13 @@ REVOKE ALL ON FUNCTION dm_private.recall_tsqueries(text, regconfig) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION dm_private.recall_tsqueries(text, regconfig)
 TO densemem_app, densemem_analyst, densemem_operator, densemem_searcher;
 
--- Full-text candidates of one team: eligible evidence documents matching the
--- query, at most scan_cap per tsquery before ranking; the rank_cap best by
--- ts_rank, then ordered by ts_rank_cd against the any-terms query (all-terms
--- when there is none); top `candidates.fulltext`, one row per evidence.
+-- Full-text candidates of one team, BM25-ranked: eligible evidence documents
+-- matching all query terms, and those matching any of the rarest query
+-- lexemes within the scan budget; score = sum over query lexemes of
+-- idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl)) with
+-- idf = ln(1 + (N - df + 0.5) / (df + 0.5)) from the team's statistics,
+-- tf from the tsvector's positions and dl = length(tsvector) (distinct
+-- lexemes); top `candidates.fulltext`, one row per evidence.
 CREATE OR REPLACE FUNCTION dm_private.recall_fulltext_candidates(team_id uuid, query text, req jsonb, settings jsonb)
 RETURNS SETOF dm_private.recall_branch_hit
 LANGUAGE plpgsql
@@ -65,13 +77,20 @@ AS $$
 DECLARE
     team constant uuid := dm_private.require_team(recall_fulltext_candidates.team_id);
     config regconfig := COALESCE(settings #>> '{fulltext,config}', 'english')::regconfig;
-    scan_cap integer := COALESCE((settings #>> '{fulltext,scan_cap}')::integer, 1000);
     cap integer := COALESCE((settings #>> '{candidates,fulltext}')::integer, 100);
-    normalization integer := COALESCE((settings #>> '{fulltext,rank_normalization}')::integer, 1);
-    rank_cap integer := GREATEST(cap, COALESCE((settings #>> '{fulltext,rank_cap}')::integer, 2 * cap));
+    budget integer := GREATEST(1, COALESCE((settings #>> '{fulltext,scan_budget}')::integer, 500));
+    k1 double precision := COALESCE((settings #>> '{fulltext,bm25_k1}')::double precision, 1.2);
+    b double precision := COALESCE((settings #>> '{fulltext,bm25_b}')::double precision, 0.75);
     use_or boolean := COALESCE((settings #>> '{fulltext,or_terms}')::boolean, true);
     all_q tsquery;
     any_q tsquery;
+    scan_q tsquery;
+    term_queries tsquery [];
+    idfs double precision [];
+    term_count integer;
+    rarest_df numeric;
+    all_pass_needed boolean;
+    average_length double precision;
     valid_at timestamptz := (req ->> 'valid_at')::timestamptz;
     known_at timestamptz := (req ->> 'known_at')::timestamptz;
     scopes text [] := dm_private.authenticated_scopes();
@@ -86,6 +105,9 @@ DECLARE
     disabled uuid [] := ARRAY(SELECT p.profile_id FROM dm_private.profiles AS p
                               WHERE p.team_id = team AND p.state <> 'active');
 BEGIN
+    IF cap <= 0 THEN
+        RETURN;
+    END IF;
     SELECT q.all_terms, q.any_terms INTO all_q, any_q FROM dm_private.recall_tsqueries(query, config) AS q;
     IF NOT use_or THEN
         any_q := NULL;
@@ -95,15 +117,73 @@ BEGIN
     END IF;
     IF pg_catalog.cardinality(source_groups) = 0 THEN source_groups := NULL; END IF;
     IF pg_catalog.cardinality(memory_types) = 0 THEN memory_types := NULL; END IF;
-    -- One statement: the rows matching any term (all terms when there is no
-    -- any-terms query), capped; only when that pass was cut by the cap, the
-    -- all-terms rows too (capped), so the cap never drops an all-terms match.
+
+    -- The team's statistics, exact (compacted rows plus pending deltas; the
+    -- same reads as dm_private.search_team_totals and
+    -- search_term_document_counts, inline to save two function calls), and
+    -- the query lexemes some recallable document holds, rarest first: their
+    -- one-lexeme tsqueries and (k1 + 1) * idf, at most 24 (the scorer below is
+    -- unrolled; the commonest lexemes of a longer query weigh least). The
+    -- scan query ORs the rarest while their frequencies fit the budget.
+    WITH totals AS (
+        SELECT GREATEST(
+                   COALESCE((SELECT s.document_count FROM dm_private.search_team_statistics AS s
+                             WHERE s.team_id = team), 0)
+                   + COALESCE((SELECT pg_catalog.sum(d.document_delta) FROM dm_private.search_statistics_deltas AS d
+                               WHERE d.team_id = team AND d.lexeme IS NULL), 0),
+                   1)::double precision AS documents,
+               COALESCE((SELECT s.total_length FROM dm_private.search_team_statistics AS s
+                         WHERE s.team_id = team), 0)
+               + COALESCE((SELECT pg_catalog.sum(d.length_delta) FROM dm_private.search_statistics_deltas AS d
+                           WHERE d.team_id = team AND d.lexeme IS NULL), 0)::double precision AS total_length
+    ),
+    terms AS (
+        SELECT l.lexeme,
+               COALESCE(s.document_count, 0)
+               + COALESCE((SELECT pg_catalog.sum(d.document_delta) FROM dm_private.search_statistics_deltas AS d
+                           WHERE d.team_id = team AND d.lexeme = l.lexeme), 0) AS df
+        FROM pg_catalog.unnest(pg_catalog.to_tsvector(config, COALESCE(query, ''))) AS l
+        LEFT JOIN dm_private.search_term_statistics AS s ON s.team_id = team AND s.lexeme = l.lexeme
+    ),
+    ordered AS (
+        SELECT ('''' || pg_catalog.replace(pg_catalog.replace(t.lexeme, '\', '\\'), '''', '''''') || '''')::tsquery
+               AS q,
+               (k1 + 1.0) * pg_catalog.ln(1.0 + (x.documents - t.df + 0.5) / (t.df + 0.5)) AS weight,
+               t.df,
+               pg_catalog.row_number() OVER (ORDER BY t.df, t.lexeme) AS position,
+               pg_catalog.sum(t.df) OVER (ORDER BY t.df, t.lexeme) AS running_df
+        FROM terms AS t CROSS JOIN totals AS x
+        WHERE t.df > 0
+    )
+    SELECT pg_catalog.array_agg(o.q ORDER BY o.position) FILTER (WHERE o.position <= 24),
+           pg_catalog.array_agg(GREATEST(o.weight, 0.0)::double precision ORDER BY o.position)
+               FILTER (WHERE o.position <= 24),
+           pg_catalog.string_agg(o.q::text, ' | ' ORDER BY o.position)
+               FILTER (WHERE o.position = 1 OR o.running_df <= budget)::tsquery,
+           (SELECT GREATEST(x.total_length / x.documents, 1.0) FROM totals AS x),
+           pg_catalog.min(o.df)
+    INTO term_queries, idfs, scan_q, average_length, rarest_df
+    FROM ordered AS o;
+    term_count := COALESCE(pg_catalog.cardinality(term_queries), 0);
+    IF any_q IS NULL THEN
+        scan_q := NULL;
+    END IF;
+    -- The all-terms pass adds nothing when the any-term pass already holds
+    -- every all-terms match: all_q is a conjunction (no "or"), so each match
+    -- holds the rarest lexeme, which the scan query always ORs, and the scan
+    -- cannot have been cut (the chosen frequencies add up to at most the
+    -- budget, unless the rarest alone exceeds it). Then one pass reads the
+    -- heap, not two.
+    all_pass_needed := scan_q IS NULL OR rarest_df > budget
+                       OR pg_catalog.strpos(all_q::text, '|') > 0;
+
     RETURN QUERY
         WITH any_pass AS MATERIALIZED (
             SELECT d.document_id, d.subject_id, d.search_vector
             FROM dm_private.search_documents AS d
-            WHERE d.team_id = team
-              AND d.search_vector @@ COALESCE(any_q, all_q)
+            WHERE scan_q IS NOT NULL
+              AND d.team_id = team
+              AND d.search_vector @@ scan_q
               AND d.subject_kind = 'evidence'
               AND d.is_recallable
               AND d.owner_profile_id <> ALL (disabled)
@@ -120,13 +200,12 @@ BEGIN
                                       AND (window_from IS NULL OR d.source_created_at >= window_from)
                                       AND (window_to IS NULL OR d.source_created_at <= window_to)))
               AND d.subject_id <> ALL (known_ids)
-            LIMIT scan_cap
+            LIMIT budget
         ),
-        all_pass AS (
+        all_pass AS MATERIALIZED (
             SELECT d.document_id, d.subject_id, d.search_vector
             FROM dm_private.search_documents AS d
-            WHERE any_q IS NOT NULL
-              AND (SELECT pg_catalog.count(*) FROM any_pass) >= scan_cap
+            WHERE all_pass_needed
               AND d.team_id = team
               AND d.search_vector @@ all_q
               AND d.subject_kind = 'evidence'
@@ -145,38 +224,91 @@ BEGIN
                                       AND (window_from IS NULL OR d.source_created_at >= window_from)
                                       AND (window_to IS NULL OR d.source_created_at <= window_to)))
               AND d.subject_id <> ALL (known_ids)
-            LIMIT scan_cap
+            LIMIT budget
         ),
         matched AS (
-            SELECT a.document_id, a.subject_id, a.search_vector FROM any_pass AS a
-            UNION ALL
             SELECT b.document_id, b.subject_id, b.search_vector FROM all_pass AS b
-            WHERE NOT EXISTS (SELECT 1 FROM any_pass AS a WHERE a.document_id = b.document_id)
+            UNION ALL
+            SELECT a.document_id, a.subject_id, a.search_vector FROM any_pass AS a
+            WHERE NOT EXISTS (SELECT 1 FROM all_pass AS b WHERE b.document_id = a.document_id)
         ),
-        prefiltered AS (
-            -- ts_rank is about four times cheaper than ts_rank_cd: it picks
-            -- the rank_cap best of the capped matches, which ts_rank_cd orders
-            SELECT m.document_id, m.subject_id, m.search_vector
+        term_frequencies AS (
+            -- ts_rank of a one-lexeme query with unit weights is
+            -- sum(1/i^2, i = 1..tf) / (pi^2/6), so tf is recovered from the
+            -- remainder of that series (about 1/(tf + 0.5)): one binary search
+            -- in the tsvector per query lexeme, unrolled (a per-row subquery
+            -- over the lexemes costs five times as much). OFFSET 0 keeps each
+            -- tf computed once.
+            SELECT m.document_id, m.subject_id,
+                   k1 * (1.0 - b + b * pg_catalog.length(m.search_vector) / average_length) AS norm,
+                       CASE WHEN term_count >= 1 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[1], 0)), 1e-6) - 0.5) END AS tf1,
+                       CASE WHEN term_count >= 2 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[2], 0)), 1e-6) - 0.5) END AS tf2,
+                       CASE WHEN term_count >= 3 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[3], 0)), 1e-6) - 0.5) END AS tf3,
+                       CASE WHEN term_count >= 4 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[4], 0)), 1e-6) - 0.5) END AS tf4,
+                       CASE WHEN term_count >= 5 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[5], 0)), 1e-6) - 0.5) END AS tf5,
+                       CASE WHEN term_count >= 6 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[6], 0)), 1e-6) - 0.5) END AS tf6,
+                       CASE WHEN term_count >= 7 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[7], 0)), 1e-6) - 0.5) END AS tf7,
+                       CASE WHEN term_count >= 8 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[8], 0)), 1e-6) - 0.5) END AS tf8,
+                       CASE WHEN term_count >= 9 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[9], 0)), 1e-6) - 0.5) END AS tf9,
+                       CASE WHEN term_count >= 10 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[10], 0)), 1e-6) - 0.5) END AS tf10,
+                       CASE WHEN term_count >= 11 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[11], 0)), 1e-6) - 0.5) END AS tf11,
+                       CASE WHEN term_count >= 12 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[12], 0)), 1e-6) - 0.5) END AS tf12,
+                       CASE WHEN term_count >= 13 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[13], 0)), 1e-6) - 0.5) END AS tf13,
+                       CASE WHEN term_count >= 14 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[14], 0)), 1e-6) - 0.5) END AS tf14,
+                       CASE WHEN term_count >= 15 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[15], 0)), 1e-6) - 0.5) END AS tf15,
+                       CASE WHEN term_count >= 16 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[16], 0)), 1e-6) - 0.5) END AS tf16,
+                       CASE WHEN term_count >= 17 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[17], 0)), 1e-6) - 0.5) END AS tf17,
+                       CASE WHEN term_count >= 18 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[18], 0)), 1e-6) - 0.5) END AS tf18,
+                       CASE WHEN term_count >= 19 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[19], 0)), 1e-6) - 0.5) END AS tf19,
+                       CASE WHEN term_count >= 20 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[20], 0)), 1e-6) - 0.5) END AS tf20,
+                       CASE WHEN term_count >= 21 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[21], 0)), 1e-6) - 0.5) END AS tf21,
+                       CASE WHEN term_count >= 22 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[22], 0)), 1e-6) - 0.5) END AS tf22,
+                       CASE WHEN term_count >= 23 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[23], 0)), 1e-6) - 0.5) END AS tf23,
+                       CASE WHEN term_count >= 24 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[24], 0)), 1e-6) - 0.5) END AS tf24
             FROM matched AS m
-            ORDER BY pg_catalog.ts_rank(m.search_vector, COALESCE(any_q, all_q), normalization) DESC, m.subject_id
-            LIMIT rank_cap
+            OFFSET 0
         ),
-        ranked AS (
-            SELECT pf.document_id, pf.subject_id,
-                   pg_catalog.ts_rank_cd(pf.search_vector, COALESCE(any_q, all_q), normalization)::double precision AS score
-            FROM prefiltered AS pf
+        scored AS (
+            SELECT t.document_id, t.subject_id,
+                   (
+                     COALESCE(idfs[1] * t.tf1 / (t.tf1 + t.norm), 0.0)
+                   + COALESCE(idfs[2] * t.tf2 / (t.tf2 + t.norm), 0.0)
+                   + COALESCE(idfs[3] * t.tf3 / (t.tf3 + t.norm), 0.0)
+                   + COALESCE(idfs[4] * t.tf4 / (t.tf4 + t.norm), 0.0)
+                   + COALESCE(idfs[5] * t.tf5 / (t.tf5 + t.norm), 0.0)
+                   + COALESCE(idfs[6] * t.tf6 / (t.tf6 + t.norm), 0.0)
+                   + COALESCE(idfs[7] * t.tf7 / (t.tf7 + t.norm), 0.0)
+                   + COALESCE(idfs[8] * t.tf8 / (t.tf8 + t.norm), 0.0)
+                   + COALESCE(idfs[9] * t.tf9 / (t.tf9 + t.norm), 0.0)
+                   + COALESCE(idfs[10] * t.tf10 / (t.tf10 + t.norm), 0.0)
+                   + COALESCE(idfs[11] * t.tf11 / (t.tf11 + t.norm), 0.0)
+                   + COALESCE(idfs[12] * t.tf12 / (t.tf12 + t.norm), 0.0)
+                   + COALESCE(idfs[13] * t.tf13 / (t.tf13 + t.norm), 0.0)
+                   + COALESCE(idfs[14] * t.tf14 / (t.tf14 + t.norm), 0.0)
+                   + COALESCE(idfs[15] * t.tf15 / (t.tf15 + t.norm), 0.0)
+                   + COALESCE(idfs[16] * t.tf16 / (t.tf16 + t.norm), 0.0)
+                   + COALESCE(idfs[17] * t.tf17 / (t.tf17 + t.norm), 0.0)
+                   + COALESCE(idfs[18] * t.tf18 / (t.tf18 + t.norm), 0.0)
+                   + COALESCE(idfs[19] * t.tf19 / (t.tf19 + t.norm), 0.0)
+                   + COALESCE(idfs[20] * t.tf20 / (t.tf20 + t.norm), 0.0)
+                   + COALESCE(idfs[21] * t.tf21 / (t.tf21 + t.norm), 0.0)
+                   + COALESCE(idfs[22] * t.tf22 / (t.tf22 + t.norm), 0.0)
+                   + COALESCE(idfs[23] * t.tf23 / (t.tf23 + t.norm), 0.0)
+                   + COALESCE(idfs[24] * t.tf24 / (t.tf24 + t.norm), 0.0)
+                   )::double precision AS score
+            FROM term_frequencies AS t
         )
         SELECT 'fulltext'::text, r.document_id, r.subject_id,
                -- equal scores share a rank, so ties stay ties through fusion
                (pg_catalog.rank() OVER (ORDER BY r.score DESC))::integer,
                r.score
-        FROM ranked AS r
+        FROM scored AS r
         ORDER BY r.score DESC, r.subject_id
         LIMIT cap;
 END
 $$;
 COMMENT ON FUNCTION dm_private.recall_fulltext_candidates(uuid, text, jsonb, jsonb) IS
-'Full-text branch: eligible evidence documents of the team matching the query (all terms, and any term for natural-language questions), capped at fulltext.scan_cap per query before ts_rank_cd, top candidates.fulltext by rank, one row per evidence. Runs as densemem_searcher so the GIN index serves @@.';
+'Full-text branch, BM25 (k1 fulltext.bm25_k1, b fulltext.bm25_b) with the team''s own term statistics: eligible evidence documents matching all query terms, and any of the rarest query lexemes whose document frequencies fit fulltext.scan_budget, top candidates.fulltext by score, one row per evidence. Runs as densemem_searcher so the GIN index serves @@.';
 ALTER FUNCTION dm_private.recall_fulltext_candidates(uuid, text, jsonb, jsonb) OWNER TO densemem_searcher;
 REVOKE ALL ON FUNCTION dm_private.recall_fulltext_candidates(uuid, text, jsonb, jsonb) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION dm_private.recall_fulltext_candidates(uuid, text, jsonb, jsonb)

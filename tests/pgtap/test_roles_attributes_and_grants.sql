@@ -218,6 +218,14 @@ VALUES
     ('dm_private.community_members', 'SELECT', 'densemem_analyst, densemem_operator'),
     ('dm_private.community_relationships', 'SELECT, INSERT, DELETE', 'densemem_app'),
     ('dm_private.community_relationships', 'SELECT', 'densemem_analyst, densemem_operator'),
+    -- 0024: BM25 statistics. The write path appends deltas (statement
+    -- triggers, invoker) and compacts its team; the searcher reads them.
+    ('dm_private.search_statistics_deltas', 'SELECT, INSERT, DELETE', 'densemem_app'),
+    ('dm_private.search_statistics_deltas', 'SELECT', 'densemem_analyst, densemem_operator, densemem_searcher'),
+    ('dm_private.search_term_statistics', 'SELECT, INSERT, UPDATE, DELETE', 'densemem_app'),
+    ('dm_private.search_term_statistics', 'SELECT', 'densemem_analyst, densemem_operator, densemem_searcher'),
+    ('dm_private.search_team_statistics', 'SELECT, INSERT, UPDATE, DELETE', 'densemem_app'),
+    ('dm_private.search_team_statistics', 'SELECT', 'densemem_analyst, densemem_operator, densemem_searcher'),
     -- The migration ledger: the migrating role only.
     ('dm_migrations.applied_migrations', '', ''),
     ('dm_migrations.applied_function_files', '', '');

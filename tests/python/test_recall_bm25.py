@@ -1,0 +1,428 @@
+"""BM25 in the full-text branch and the per-team term statistics behind it (migration 0024, sql/34, sql/35).
+
+The statistics must stay exact (equal to a count over search_documents) through the write path,
+lifecycle moves, erasure, bulk COPY under session_replication_role = replica, concurrent writers and
+compaction; BM25 must put a rare-term match above a common-term one; and one team's documents must
+never move another team's statistics or ranking, through any access path.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from typing import Any
+
+import psycopg
+import pytest
+from test_recall_support import explain, ingest, make_team
+
+from densemem.store.session import Principal, acting_as
+
+Conn = psycopg.Connection[Any]
+
+TRUTH_SQL = """
+SELECT l.lexeme, count(*)::bigint
+FROM dm_private.search_documents AS d CROSS JOIN LATERAL unnest(d.search_vector) AS l
+WHERE d.team_id = %(team)s AND d.subject_kind = 'evidence' AND d.is_recallable
+GROUP BY l.lexeme
+"""
+TRUTH_TOTALS_SQL = """
+SELECT count(*)::bigint, COALESCE(sum(length(d.search_vector)), 0)::bigint
+FROM dm_private.search_documents AS d
+WHERE d.team_id = %(team)s AND d.subject_kind = 'evidence' AND d.is_recallable
+"""
+# what the statistics say: compacted rows plus pending deltas, every lexeme of the team
+STATS_SQL = """
+SELECT u.lexeme, sum(u.n)::bigint
+FROM (SELECT s.lexeme, s.document_count AS n FROM dm_private.search_term_statistics AS s
+      WHERE s.team_id = %(team)s
+      UNION ALL
+      SELECT d.lexeme, d.document_delta FROM dm_private.search_statistics_deltas AS d
+      WHERE d.team_id = %(team)s AND d.lexeme IS NOT NULL) AS u
+GROUP BY u.lexeme
+HAVING sum(u.n) <> 0
+"""
+
+
+def assert_exact(conn: Conn, team: uuid.UUID) -> None:
+    """The team's statistics equal a fresh count over its recallable evidence documents."""
+    truth = dict(conn.execute(TRUTH_SQL, {"team": team}).fetchall())
+    stats = dict(conn.execute(STATS_SQL, {"team": team}).fetchall())
+    assert stats == truth
+    totals = conn.execute(TRUTH_TOTALS_SQL, {"team": team}).fetchone()
+    kept = conn.execute("SELECT * FROM dm_private.search_team_totals(%s)", (team,)).fetchone()
+    assert kept == totals
+    if truth:
+        lexemes = sorted(truth)
+        counts = dict(
+            conn.execute(
+                "SELECT * FROM dm_private.search_term_document_counts(%s, %s)",
+                (team, [*lexemes, "zzzabsent"]),
+            ).fetchall()
+        )
+        assert counts == {**truth, "zzzabsent": 0}
+
+
+def compact(conn: Conn, team: uuid.UUID | None = None) -> int:
+    """Compaction: of every team as the administrator (None), or of one team as its service."""
+    if team is None:
+        row = conn.execute("SELECT dm.compact_search_statistics(NULL)").fetchone()
+        assert row is not None
+        return int(row[0])
+    with acting_as(conn, Principal(team)) as cur:
+        cur.execute("SELECT dm.compact_search_statistics(%s) AS n", (team,))
+        answer = cur.fetchone()
+    assert answer is not None
+    return int(answer["n"])
+
+
+def fulltext_hits(
+    conn: Conn, team: uuid.UUID, query: str, request: dict[str, Any] | None = None
+) -> list[Any]:
+    """The full-text branch's (evidence_id, rank, score) as explain_recall reports them."""
+    explained = explain(conn, team, query, request=request)
+    return [
+        (h["evidence_id"], h["branch_rank"], h["branch_score"]) for h in explained["branches"]["fulltext"]
+    ]
+
+
+def document_of(conn: Conn, team: uuid.UUID, evidence: uuid.UUID) -> uuid.UUID:
+    row = conn.execute(
+        "SELECT document_id FROM dm_private.search_documents WHERE team_id = %s AND subject_id = %s",
+        (team, evidence),
+    ).fetchone()
+    assert row is not None
+    return uuid.UUID(str(row[0]))
+
+
+# ---------------------------------------------------------------- exactness
+
+
+def test_statistics_stay_exact_through_writes_moves_erasure_and_compaction(admin_conn: Conn) -> None:
+    team, profile = make_team(admin_conn, "alpha")
+    other, other_profile = make_team(admin_conn, "beta")
+    ids = ingest(
+        admin_conn,
+        team,
+        profile,
+        [
+            {"text": "The nightly ETL job failed on the orders table."},
+            {"text": "Orders go to the warehouse every night; go live on Monday."},
+            {"text": "Grafana shows the queue depth of the orders consumer."},
+            {"text": "Go go go: the release train leaves at noon."},
+        ],
+    )
+    ingest(admin_conn, other, other_profile, [{"text": "Orders in the other team never count for alpha."}])
+    assert_exact(admin_conn, team)
+    assert_exact(admin_conn, other)
+    # one aggregated delta per (statement, lexeme): "order" appears in three documents of one ingest
+    row = admin_conn.execute(
+        "SELECT count(*), sum(document_delta) FROM dm_private.search_statistics_deltas "
+        "WHERE team_id = %s AND lexeme = 'order'",
+        (team,),
+    ).fetchone()
+    assert row == (1, 3)
+
+    with acting_as(admin_conn, Principal(team, profile)) as cur:
+        cur.execute("SELECT dm.move_evidence(%s, %s, 'quarantine')", (team, ids[0]))
+    assert_exact(admin_conn, team)
+    assert compact(admin_conn, None) > 0
+    assert admin_conn.execute("SELECT count(*) FROM dm_private.search_statistics_deltas").fetchone() == (0,)
+    assert_exact(admin_conn, team)
+    assert_exact(admin_conn, other)
+    with acting_as(admin_conn, Principal(team, profile)) as cur:
+        cur.execute("SELECT dm.move_evidence(%s, %s, 'release')", (team, ids[0]))
+        cur.execute("SELECT dm.erase_evidence(%s, %s)", (team, ids[1]))
+    assert_exact(admin_conn, team)
+    # a lexeme that only the erased document held disappears from the compacted table
+    compact(admin_conn, None)
+    assert_exact(admin_conn, team)
+    assert admin_conn.execute(
+        "SELECT count(*) FROM dm_private.search_term_statistics WHERE team_id = %s AND lexeme = 'warehous'",
+        (team,),
+    ).fetchone() == (0,)
+    # a new revision of a source makes its old evidence non-current: it leaves recall
+    ingest(
+        admin_conn,
+        team,
+        profile,
+        [{"text": "Revision one of the runbook.", "source": {"external_id": "runbook", "kind": "doc"}}],
+    )
+    ingest(
+        admin_conn,
+        team,
+        profile,
+        [
+            {
+                "text": "Revision two of the runbook mentions kafka.",
+                "source": {"external_id": "runbook", "kind": "doc", "revision": "2"},
+            }
+        ],
+    )
+    assert_exact(admin_conn, team)
+    # an update that changes nothing the statistics read (the worker's state columns) appends nothing
+    before = admin_conn.execute("SELECT count(*) FROM dm_private.search_statistics_deltas").fetchone()
+    admin_conn.execute(
+        "UPDATE dm_private.search_documents SET search_state = 'ready', pending_since = NULL "
+        "WHERE team_id = %s",
+        (team,),
+    )
+    assert admin_conn.execute("SELECT count(*) FROM dm_private.search_statistics_deltas").fetchone() == before
+    # a body edit of a recallable document: old lexemes leave, new ones enter
+    admin_conn.execute(
+        "UPDATE dm_private.search_documents SET body = 'Kafka kafka brokers', "
+        "search_vector = to_tsvector('english', 'Kafka kafka brokers') "
+        "WHERE team_id = %s AND subject_id = %s",
+        (team, ids[2]),
+    )
+    assert_exact(admin_conn, team)
+    # a deleted document leaves too
+    admin_conn.execute("DELETE FROM dm_private.document_embeddings WHERE team_id = %s", (team,))
+    admin_conn.execute(
+        "DELETE FROM dm_private.search_documents WHERE team_id = %s AND subject_id = %s", (team, ids[3])
+    )
+    assert_exact(admin_conn, team)
+    compact(admin_conn, team)
+    assert_exact(admin_conn, team)
+    assert_exact(admin_conn, other)
+
+
+def test_bulk_copy_in_replica_mode_counts(admin_conn: Conn) -> None:
+    """The bench loader's path: COPY and set-based INSERT with session_replication_role = replica."""
+    team, profile = make_team(admin_conn, "bulk")
+    admin_conn.execute("SET session_replication_role = replica")
+    with (
+        admin_conn.cursor() as cur,
+        cur.copy(
+            "COPY dm_private.search_documents (team_id, document_id, subject_kind, subject_id, body, "
+            "search_vector, search_state, pending_since, is_recallable, owner_profile_id) FROM STDIN"
+        ) as copy,
+    ):
+        for i in range(300):
+            word = "kafka" if i % 3 == 0 else "grafana"
+            vector = f"'bulk':1 'row':2 '{word}':3,5 'word{i % 7}':4"
+            copy.write_row(
+                (
+                    team,
+                    uuid.uuid4(),
+                    "evidence",
+                    uuid.uuid4(),
+                    "x",
+                    vector,
+                    "ready",
+                    None,
+                    i % 10 != 0,
+                    profile,
+                )
+            )
+    admin_conn.execute(
+        "INSERT INTO dm_private.search_documents (team_id, document_id, subject_kind, subject_id, body, "
+        "search_vector, search_state, pending_since, is_recallable, owner_profile_id) "
+        "SELECT %(team)s, gen_random_uuid(), 'evidence', gen_random_uuid(), t, to_tsvector('english', t), "
+        "'ready', NULL, true, %(profile)s "
+        "FROM (SELECT 'set based row ' || i || ' about kafka' AS t FROM generate_series(1, 50) AS i) AS s",
+        {"team": team, "profile": profile},
+    )
+    assert_exact(admin_conn, team)
+    admin_conn.execute(
+        "UPDATE dm_private.search_documents SET is_recallable = NOT is_recallable "
+        "WHERE team_id = %s AND search_vector @@ 'grafana'",
+        (team,),
+    )
+    admin_conn.execute(
+        "DELETE FROM dm_private.search_documents WHERE team_id = %s AND search_vector @@ 'kafka & set'",
+        (team,),
+    )
+    admin_conn.execute("RESET session_replication_role")
+    assert_exact(admin_conn, team)
+    compact(admin_conn, team)
+    assert_exact(admin_conn, team)
+    assert admin_conn.execute(TRUTH_TOTALS_SQL, {"team": team}).fetchone() == (90 + 20, 4 * 110)
+
+
+def test_concurrent_writers_of_one_hot_lexeme_never_wait_and_stay_exact(
+    db_url: str, admin_conn: Conn
+) -> None:
+    team, profile = make_team(admin_conn, "gamma")
+    ingest(admin_conn, team, profile, [{"text": "We go to the standup at nine."}])
+    compact(admin_conn, team)
+    first = psycopg.connect(db_url, autocommit=True)
+    second = psycopg.connect(db_url, autocommit=True)
+    try:
+        with first.transaction():
+            ingest(first, team, profile, [{"text": "Go live is Monday, go team."}])
+            # the first writer holds its transaction open; the second appends deltas for the same team and
+            # the same lexemes, and a compaction runs, all without waiting for it
+            second.execute("SET lock_timeout = '2s'")
+            with second.transaction():
+                ingest(second, team, profile, [{"text": "Do we go live before the demo? Go!"}])
+            compact(second, None)
+            second.execute("RESET lock_timeout")
+            assert_exact(second, team)  # the first writer's rows are not visible yet
+        assert_exact(admin_conn, team)
+        compact(admin_conn, None)
+        assert_exact(admin_conn, team)
+        truth = dict(admin_conn.execute(TRUTH_SQL, {"team": team}).fetchall())
+        assert truth["go"] == 3
+
+        # many writers at once, each with its own transaction, then the statistics
+        errors: list[BaseException] = []
+
+        def writer(n: int) -> None:
+            try:
+                with psycopg.connect(db_url, autocommit=True) as conn:
+                    for j in range(5):
+                        ingest(conn, team, profile, [{"text": f"go writer {n} batch {j} go go"}])
+                        if j == 2:
+                            compact(conn, None)
+            except BaseException as error:  # re-raised in the main thread
+                errors.append(error)
+
+        threads = [threading.Thread(target=writer, args=(n,)) for n in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=120)
+        assert not errors, errors
+        assert_exact(admin_conn, team)
+        assert dict(admin_conn.execute(TRUTH_SQL, {"team": team}).fetchall())["go"] == 23
+        compact(admin_conn, None)
+        assert_exact(admin_conn, team)
+    finally:
+        first.close()
+        second.close()
+
+
+# ---------------------------------------------------------------- ranking
+
+
+def test_bm25_ranks_a_rare_term_match_above_a_common_term_match(admin_conn: Conn) -> None:
+    team, profile = make_team(admin_conn, "delta")
+    filler = [{"text": f"Deployment notes number {i} about the cluster."} for i in range(30)]
+    common_only, rare_only = ingest(
+        admin_conn,
+        team,
+        profile,
+        [
+            # the common term three times, in a short document: ts_rank_cd's favourite
+            {"text": "Cluster cluster cluster."},
+            {"text": "The zookeeper quorum was lost on a long and otherwise unremarkable afternoon."},
+            *filler,
+        ],
+    )[:2]
+    hits = fulltext_hits(admin_conn, team, "cluster zookeeper")
+    ranked = [uuid.UUID(h[0]) for h in hits]
+    assert ranked[0] == rare_only
+    assert common_only in ranked
+    scores = {uuid.UUID(h[0]): h[2] for h in hits}
+    assert scores[rare_only] > scores[common_only] > 0
+    # term frequency still counts, saturating: three mentions beat one among same-length documents
+    one, three = ingest(
+        admin_conn,
+        team,
+        profile,
+        [{"text": "Quorum lost alpha beta gamma."}, {"text": "Quorum quorum quorum alpha beta."}],
+    )
+    hits = fulltext_hits(admin_conn, team, "quorum")
+    order = [uuid.UUID(h[0]) for h in hits]
+    assert order.index(three) < order.index(one)
+
+
+def test_all_terms_matches_survive_a_scan_budget_smaller_than_every_lexeme(admin_conn: Conn) -> None:
+    admin_conn.execute(
+        "INSERT INTO dm_private.ranking_profiles (name, version, settings) "
+        "SELECT 'tiny-budget', 1, jsonb_set(settings, '{fulltext,scan_budget}', '5') "
+        "FROM dm_private.ranking_profiles WHERE is_default"
+    )
+    team, profile = make_team(admin_conn, "epsilon")
+    items = [{"text": f"Invoice {i} for the spring campaign."} for i in range(20)]
+    items += [{"text": f"Receipt {i} for the summer campaign."} for i in range(20)]
+    ingest(admin_conn, team, profile, items)
+    both = ingest(
+        admin_conn,
+        team,
+        profile,
+        [{"text": f"Invoice and receipt {i} of the campaign."} for i in range(3)],
+    )
+    hits = fulltext_hits(admin_conn, team, "invoice receipt", request={"ranking_profile": "tiny-budget"})
+    found = [uuid.UUID(h[0]) for h in hits]
+    assert set(both) <= set(found)
+    assert set(found[:3]) == set(both)
+    # the any-term pass read at most the budget: 5 of the 23 invoice documents, plus the all-terms ones
+    assert len(found) <= 5 + 3
+
+
+# ---------------------------------------------------------------- isolation
+
+
+def test_another_teams_statistics_never_move_a_teams_ranking(admin_conn: Conn) -> None:
+    team, profile = make_team(admin_conn, "north")
+    other, other_profile = make_team(admin_conn, "south")
+    ingest(
+        admin_conn,
+        team,
+        profile,
+        [
+            {"text": "Kafka broker restarted after the disk filled."},
+            {"text": "Kafka consumer lag alerts fired twice."},
+            {"text": "The disk of the postgres primary is at ninety percent."},
+            {"text": "Lag on the replica stayed under a second."},
+        ],
+    )
+    query = "kafka disk lag"
+    before = fulltext_hits(admin_conn, team, query)
+    assert before
+    # team B floods the lexemes of A's query with thousands of documents, and compacts
+    ingest(admin_conn, other, other_profile, [{"text": f"disk disk lag {i}"} for i in range(200)])
+    compact(admin_conn, None)
+    assert fulltext_hits(admin_conn, team, query) == before
+    assert_exact(admin_conn, team)
+
+    # every access path to the statistics stays inside the authenticated team
+    with acting_as(admin_conn, Principal(team, profile)) as cur:
+        cur.execute(
+            "SELECT count(*) AS n FROM dm_private.search_term_statistics WHERE team_id = %s", (other,)
+        )
+        assert cur.fetchone() == {"n": 0}
+        cur.execute("SELECT count(*) AS n FROM dm_private.search_statistics_deltas")
+        cur.execute("SELECT DISTINCT team_id FROM dm_private.search_term_statistics")
+        assert [r["team_id"] for r in cur.fetchall()] == [team]
+        cur.execute("SELECT * FROM dm_private.search_team_totals(%s)", (other,))
+        assert cur.fetchone() == {"document_count": 0, "total_length": 0}
+        cur.execute("SELECT * FROM dm_private.search_term_document_counts(%s, ARRAY['disk'])", (other,))
+        assert cur.fetchone() == {"lexeme": "disk", "document_count": 0}
+    # the app cannot write another team's deltas, nor compact another team
+    with pytest.raises(psycopg.Error) as raised, acting_as(admin_conn, Principal(team, profile)) as cur:
+        cur.execute(
+            "INSERT INTO dm_private.search_statistics_deltas (team_id, lexeme, document_delta) "
+            "VALUES (%s, 'disk', 1000)",
+            (other,),
+        )
+    assert raised.value.sqlstate == "42501"
+    with pytest.raises(psycopg.Error) as raised, acting_as(admin_conn, Principal(team, profile)) as cur:
+        cur.execute("SELECT dm.compact_search_statistics(%s)", (other,))
+    assert raised.value.sqlstate == "42501"
+    # the branch itself refuses another team's ID
+    with pytest.raises(psycopg.Error) as raised, acting_as(admin_conn, Principal(team)) as cur:
+        cur.execute("SELECT * FROM dm_private.recall_fulltext_candidates(%s, 'disk', '{}', '{}')", (other,))
+    assert raised.value.sqlstate == "42501"
+    # an analyst without the team grant sees no statistics of either team
+    admin_conn.execute("CREATE ROLE bm25_analyst_login LOGIN IN ROLE densemem_analyst")
+    with admin_conn.transaction():
+        admin_conn.execute("SET LOCAL SESSION AUTHORIZATION bm25_analyst_login")
+        admin_conn.execute("SELECT set_config('densemem.team_id', %s, true)", (str(team),))
+        assert admin_conn.execute("SELECT count(*) FROM dm_private.search_term_statistics").fetchone() == (0,)
+        assert admin_conn.execute("SELECT count(*) FROM dm_private.search_statistics_deltas").fetchone() == (
+            0,
+        )
+    # the app's own compaction (NULL: every team it can see) folds only its own team's deltas
+    ingest(admin_conn, other, other_profile, [{"text": "south only"}])
+    ingest(admin_conn, team, profile, [{"text": "north only"}])
+    with acting_as(admin_conn, Principal(team, profile)) as cur:
+        cur.execute("SELECT dm.compact_search_statistics(NULL) AS n")
+    pending = admin_conn.execute(
+        "SELECT team_id, count(*) FROM dm_private.search_statistics_deltas GROUP BY team_id"
+    ).fetchall()
+    assert [uuid.UUID(str(r[0])) for r in pending] == [other]
+    assert_exact(admin_conn, team)
+    assert_exact(admin_conn, other)
