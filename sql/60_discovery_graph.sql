@@ -489,6 +489,7 @@ DECLARE
     fan_out integer;
     max_edges integer;
     hop_limit integer := LEAST(GREATEST(COALESCE(max_hops, 2), 0), 2);
+    inactive_owners uuid [];
 BEGIN
     IF seed_entity_ids IS NULL OR pg_catalog.cardinality(seed_entity_ids) = 0
        OR evidence_ids IS NULL OR pg_catalog.cardinality(evidence_ids) = 0 THEN
@@ -497,6 +498,8 @@ BEGIN
     SELECT rp.settings -> 'discovery' INTO cfg FROM dm_private.ranking_profiles AS rp WHERE rp.is_default;
     fan_out := LEAST(GREATEST(COALESCE((cfg ->> 'fan_out')::integer, 20), 1), 100);
     max_edges := LEAST(GREATEST(COALESCE((cfg ->> 'max_edges')::integer, 200), 1), 2000);
+    inactive_owners := ARRAY(SELECT p.profile_id FROM dm_private.profiles AS p
+                             WHERE p.team_id = proximity_team AND p.state <> 'active');
 
     RETURN QUERY
     WITH links AS (
@@ -524,18 +527,48 @@ BEGIN
         FROM dm_private.discovery_walk(proximity_team, seed_entity_ids, fan_out, hop_limit, max_edges) AS w
         WHERE w.to_entity_id IS NOT NULL
     ),
-    seed_dist AS (
+    seed_dist AS MATERIALIZED (
         SELECT fs.entity_id, pg_catalog.min(fs.dist) AS dist FROM from_seeds AS fs GROUP BY fs.entity_id
     ),
-    targets AS (
-        SELECT pg_catalog.array_agg(DISTINCT links.entity_id) AS ids FROM links
-    ),
     from_targets AS (
-        -- One hop out of the linked entities: meets the seed walk in the middle.
-        SELECT w.root_entity_id AS target_id, w.to_entity_id AS via_id
-        FROM targets
-        CROSS JOIN LATERAL dm_private.discovery_walk(proximity_team, targets.ids, fan_out, 1, max_edges) AS w
-        WHERE w.to_entity_id IS NOT NULL AND hop_limit >= 1
+        -- One hop out of the linked entities, to meet the seed walk in the
+        -- middle: the eligible edges of each linked entity the seed walk has
+        -- not already placed at distance 0 or 1 (no shorter route exists for
+        -- those), outgoing before incoming, at most fan_out per entity and
+        -- max_edges in all, in entity order. A direct LATERAL rather than a
+        -- second discovery_walk: that walk copied every linked entity (often
+        -- hundreds) through its recursive working tables to expand a few.
+        SELECT t.entity_id AS target_id, x.via_id
+        FROM (
+            SELECT DISTINCT links.entity_id
+            FROM links
+            LEFT JOIN seed_dist AS sd ON sd.entity_id = links.entity_id
+            WHERE sd.dist IS NULL OR sd.dist >= 2
+            ORDER BY links.entity_id
+        ) AS t
+        CROSS JOIN LATERAL (
+            SELECT y.via_id
+            FROM (
+                (SELECT r.object_entity_id AS via_id
+                 FROM dm_private.relationships AS r
+                 WHERE r.team_id = proximity_team AND r.subject_entity_id = t.entity_id
+                   AND r.status = 'active' AND r.tier IN ('validated_claim', 'fact')
+                   AND (r.known_to IS NULL OR r.known_to > pg_catalog.now())
+                   AND r.owner_profile_id <> ALL(inactive_owners)
+                 LIMIT fan_out)
+                UNION ALL
+                (SELECT r.subject_entity_id AS via_id
+                 FROM dm_private.relationships AS r
+                 WHERE r.team_id = proximity_team AND r.object_entity_id = t.entity_id
+                   AND r.status = 'active' AND r.tier IN ('validated_claim', 'fact')
+                   AND (r.known_to IS NULL OR r.known_to > pg_catalog.now())
+                   AND r.owner_profile_id <> ALL(inactive_owners)
+                 LIMIT fan_out)
+            ) AS y
+            LIMIT fan_out
+        ) AS x
+        WHERE hop_limit >= 1 AND x.via_id IS NOT NULL AND x.via_id <> t.entity_id
+        LIMIT max_edges
     ),
     target_dist AS (
         SELECT t.entity_id, pg_catalog.min(t.dist) AS dist

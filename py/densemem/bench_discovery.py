@@ -11,6 +11,10 @@ of queries: a hub named in the query, an ordinary entity named in the query,
 and seeds only from the top-K evidence. Timings are taken inside the
 database (clock_timestamp around each call, after a warm-up), which is what
 discovery adds to `dm.recall_memory`, and from the client (one round trip).
+A second pass adds recall's proximity signal (`dm_private.entity_proximity`
+from the parsed query entities to 100 candidate evidence IDs), which recall
+computes when the query names an entity: its own percentiles and CPU, and
+discovery + proximity per call.
 """
 
 from __future__ import annotations
@@ -161,8 +165,10 @@ FROM dm_private.entities AS e WHERE e.team_id = %(other)s;
 
 MEASURE_FUNCTION = """
 CREATE OR REPLACE FUNCTION pg_temp.bench_discovery(
-    team uuid, queries text [], evidence_sets jsonb [], parsed_sets jsonb [], settings jsonb, warmup integer)
-RETURNS TABLE (call_index integer, elapsed_ms double precision, path_count integer, edge_count integer)
+    team uuid, queries text [], evidence_sets jsonb [], parsed_sets jsonb [], settings jsonb, warmup integer,
+    candidate_sets jsonb [] DEFAULT NULL)
+RETURNS TABLE (call_index integer, elapsed_ms double precision, path_count integer, edge_count integer,
+               proximity_ms double precision)
 LANGUAGE plpgsql AS $f$
 DECLARE
     i integer;
@@ -170,6 +176,9 @@ DECLARE
     answer jsonb;
     parsed jsonb;
     evidence uuid [];
+    seeds uuid [];
+    candidates uuid [];
+    hop_count integer;
 BEGIN
     FOR i IN 1 .. pg_catalog.array_length(queries, 1) LOOP
         parsed := parsed_sets[i];
@@ -183,6 +192,25 @@ BEGIN
             path_count := pg_catalog.jsonb_array_length(answer -> 'discovery_paths');
             edge_count := (SELECT COALESCE(sum(pg_catalog.jsonb_array_length(p -> 'relationships')), 0)
                            FROM pg_catalog.jsonb_array_elements(answer -> 'discovery_paths') AS p);
+        END IF;
+        -- The proximity signal recall computes for its fused candidates when
+        -- the query names entities (dm.recall_memory: parsed entity ids).
+        proximity_ms := NULL;
+        seeds := ARRAY(SELECT (x.item ->> 'entity_id')::uuid
+                       FROM pg_catalog.jsonb_array_elements(COALESCE(parsed -> 'entities', '[]')) AS x (item)
+                       WHERE x.item ->> 'entity_id' IS NOT NULL);
+        IF candidate_sets IS NOT NULL AND pg_catalog.cardinality(seeds) > 0 THEN
+            candidates := ARRAY(SELECT x::uuid
+                                FROM pg_catalog.jsonb_array_elements_text(candidate_sets[i]) AS x);
+            started := pg_catalog.clock_timestamp();
+            SELECT count(*) INTO hop_count
+            FROM dm_private.entity_proximity(team, seeds, candidates,
+                                             COALESCE((settings #>> '{proximity,max_hops}')::integer, 2));
+            IF i > warmup THEN
+                proximity_ms := EXTRACT(epoch FROM pg_catalog.clock_timestamp() - started) * 1000;
+            END IF;
+        END IF;
+        IF i > warmup THEN
             RETURN NEXT;
         END IF;
     END LOOP;
@@ -206,6 +234,14 @@ class BenchFigures:
     calls_with_paths: int
     backend_cpu_ms_per_call: float | None
     load_average_1m: float | None
+    proximity_calls: int
+    proximity_p50_ms: float | None
+    proximity_p95_ms: float | None
+    proximity_p99_ms: float | None
+    with_proximity_p50_ms: float
+    with_proximity_p95_ms: float
+    with_proximity_p99_ms: float
+    proximity_backend_cpu_ms_per_call: float | None
 
 
 def percentile(values: list[float], fraction: float) -> float:
@@ -314,6 +350,23 @@ def workload(
     return queries, sets
 
 
+def candidate_sets(conn: psycopg.Connection[Any], team: Any, calls: int, seed: int) -> list[list[str]]:
+    """Recall's fused candidates per call (100 evidence IDs), for the proximity signal.
+
+    A separate random stream, so that the discovery workload stays the one of earlier runs.
+    """
+    rng = random.Random(seed + 1)
+    evidence = conn.execute("SELECT count(*) FROM dm_private.evidence WHERE team_id = %s", (team,)).fetchone()
+    assert evidence is not None
+    n_evidence = int(evidence[0])
+    ids = conn.execute(
+        "SELECT array_agg(md5('evidence:' || i)::text::uuid::text) FROM generate_series(1, %s) AS i",
+        (n_evidence,),
+    ).fetchone()
+    assert ids is not None
+    return [rng.sample(ids[0], 100) for _ in range(calls)]
+
+
 def parse_queries(conn: psycopg.Connection[Any], team: Any, queries: list[str]) -> list[Any]:
     """dm.parse_query of each query, as recall hands it to discovery ({} when the parser is absent).
 
@@ -354,6 +407,7 @@ def measure(url: str, calls: int, seed: int, warmup: int = 30) -> BenchFigures:
         ).fetchone()
         assert hub is not None and rels is not None
         queries, sets = workload(conn, team, calls + warmup, seed)
+        candidates = candidate_sets(conn, team, calls + warmup, seed)
         parsed = parse_queries(conn, team, queries)
         pid_row = conn.execute("SELECT pg_backend_pid()").fetchone()
         assert pid_row is not None
@@ -378,7 +432,38 @@ def measure(url: str, calls: int, seed: int, warmup: int = 30) -> BenchFigures:
                 ),
             ).fetchall()
             cpu_after = backend_cpu_seconds(pid)
+            # The same calls again, with recall's proximity signal computed
+            # after each discovery call: its CPU is the difference.
+            prox_before = backend_cpu_seconds(pid)
+            timed = conn.execute(
+                "SELECT elapsed_ms, proximity_ms FROM pg_temp.bench_discovery("
+                "%s, %s, %s::jsonb[], %s::jsonb[], %s::jsonb, %s, %s::jsonb[])",
+                (
+                    team,
+                    queries,
+                    [json.dumps(e) for e in sets],
+                    [json.dumps(p) for p in parsed],
+                    json.dumps(settings),
+                    warmup,
+                    [json.dumps(c) for c in candidates],
+                ),
+            ).fetchall()
+            prox_after = backend_cpu_seconds(pid)
         elapsed = [float(r[0]) for r in rows]
+        proximity = [float(r[1]) for r in timed if r[1] is not None]
+        combined = [float(r[0]) + (float(r[1]) if r[1] is not None else 0.0) for r in timed]
+        # Proximity runs for every call whose parsed query names an entity,
+        # warm-up calls included.
+        prox_calls = sum(1 for p in parsed if isinstance(p, dict) and p.get("entities"))
+        prox_cpu_ms = (
+            ((prox_after - prox_before) - (cpu_after - cpu_before)) * 1000 / prox_calls
+            if prox_before is not None
+            and prox_after is not None
+            and cpu_before is not None
+            and cpu_after is not None
+            and prox_calls > 0
+            else None
+        )
         cpu_ms = (
             (cpu_after - cpu_before) * 1000 / (calls + warmup)
             if cpu_before is not None and cpu_after is not None
@@ -415,6 +500,14 @@ def measure(url: str, calls: int, seed: int, warmup: int = 30) -> BenchFigures:
         calls_with_paths=sum(1 for p in paths if p > 0),
         backend_cpu_ms_per_call=cpu_ms,
         load_average_1m=os.getloadavg()[0],
+        proximity_calls=len(proximity),
+        proximity_p50_ms=statistics.median(proximity) if proximity else None,
+        proximity_p95_ms=percentile(proximity, 0.95) if proximity else None,
+        proximity_p99_ms=percentile(proximity, 0.99) if proximity else None,
+        with_proximity_p50_ms=statistics.median(combined),
+        with_proximity_p95_ms=percentile(combined, 0.95),
+        with_proximity_p99_ms=percentile(combined, 0.99),
+        proximity_backend_cpu_ms_per_call=prox_cpu_ms,
     )
 
 
@@ -460,6 +553,13 @@ def _bench_discovery(args: argparse.Namespace, settings: Settings) -> int:
         f"largest hub {figures.largest_hub_edges:,} outgoing edges): "
         f"{verdict} the 3 ms target"
     )
+    if figures.proximity_calls:
+        print(
+            f"with recall's proximity signal ({figures.proximity_calls} calls naming an entity, "
+            f"100 candidates "
+            f"each): discovery + proximity p95 {figures.with_proximity_p95_ms:.2f} ms, "
+            f"proximity alone p95 {figures.proximity_p95_ms or 0.0:.2f} ms"
+        )
     return 0
 
 
