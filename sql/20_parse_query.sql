@@ -218,6 +218,11 @@ DECLARE
     weekdays constant text [] := '{monday,tuesday,wednesday,thursday,friday,saturday,sunday}'::text [];
     units constant text [] := '{day,days,week,weeks,month,months,year,years}'::text [];
     numbers constant text [] := '{a,an,one,two,three,four,five,six,seven,eight,nine,ten,eleven,twelve}'::text [];
+    -- The words every intent rule starts from (a jsonb object as a word set).
+    intent_words constant jsonb := '{"recent": true, "recently": true, "latest": true, "lately": true, "currently": true,
+        "current": true, "nowadays": true, "days": true, "now": true, "newest": true, "time": true,
+        "still": true, "first": true, "firstly": true, "originally": true, "original": true,
+        "initially": true, "earliest": true, "oldest": true, "beginning": true, "with": true}'::jsonb;
     nt integer;
     i integer;
     j integer;
@@ -526,11 +531,10 @@ BEGIN
     END IF;
 
     -- Intent: the first intent word of the query decides.
-    IF '{"recent": true, "recently": true, "latest": true, "lately": true, "currently": true,
-          "current": true, "nowadays": true, "days": true, "now": true, "newest": true, "time": true,
-          "still": true, "first": true, "firstly": true, "originally": true, "original": true,
-          "initially": true, "earliest": true, "oldest": true, "beginning": true, "with": true}'::jsonb OPERATOR(pg_catalog.?|) words THEN
+    IF intent_words OPERATOR(pg_catalog.?|) words THEN
         FOR idx IN 1..COALESCE(pg_catalog.cardinality(toks), 0) LOOP
+            -- Every rule below starts from one of the intent words.
+            CONTINUE WHEN NOT (intent_words OPERATOR(pg_catalog.?) toks[idx]);
             w := toks[idx];
             IF w IN ('recently', 'recent', 'latest', 'lately', 'currently', 'current', 'nowadays', 'now', 'newest', 'still')
                OR (w = 'days' AND toks[idx - 1] = 'these') OR (w = 'time' AND toks[idx - 1] = 'last') THEN
@@ -552,6 +556,7 @@ BEGIN
     IF '{"when": true, "year": true, "month": true, "day": true, "date": true, "time": true,
           "week": true, "season": true, "long": true}'::jsonb OPERATOR(pg_catalog.?|) words THEN
         FOR idx IN 1..COALESCE(pg_catalog.cardinality(toks), 0) LOOP
+            CONTINUE WHEN toks[idx] NOT IN ('when', 'what', 'which', 'how');
             w := toks[idx];
             IF w = 'when' THEN
                 temporal := idx = 1
@@ -777,8 +782,14 @@ BEGIN
     -- Content terms: lower-case words (letters and digits) of the
     -- anchor-masked text, without stop words and one-letter words, first
     -- occurrence order, at most 32.
-    FOREACH w IN ARRAY pg_catalog.regexp_split_to_array(
-        pg_catalog.lower(anchored OPERATOR(pg_catalog.->>) 'masked'), '[^[:alnum:]]+') LOOP
+    -- In printable ASCII the letters and digits are [a-z0-9] once lower-cased:
+    -- replacing the other runs (punctuation, one regex run each) and splitting
+    -- on spaces gives the same words as splitting on [^[:alnum:]]+ (one regex
+    -- run per word boundary); empty pieces are skipped below.
+    FOREACH w IN ARRAY CASE WHEN prepared !~ '[^ -~]' THEN pg_catalog.string_to_array(pg_catalog.regexp_replace(
+        pg_catalog.lower(anchored OPERATOR(pg_catalog.->>) 'masked'), '[^ a-z0-9]+', ' ', 'g'), ' ')
+        ELSE pg_catalog.regexp_split_to_array(
+        pg_catalog.lower(anchored OPERATOR(pg_catalog.->>) 'masked'), '[^[:alnum:]]+') END LOOP
         CONTINUE WHEN pg_catalog.length(w) < 2 OR w = ANY (terms) OR w = ANY ('{about,above,after,again,against,all,am,an,and,any,are,as,at,be,because,been,before,being,below,between,both,but,by,can,could,did,do,does,doing,down,during,each,few,for,from,further,had,has,have,having,he,her,here,hers,herself,him,himself,his,how,if,in,into,is,it,its,itself,just,me,more,most,my,myself,no,nor,not,now,of,off,on,once,only,or,other,our,ours,ourselves,out,over,own,same,she,should,so,some,such,than,that,the,their,theirs,them,themselves,then,there,these,they,this,those,through,to,too,under,until,up,very,was,we,were,what,when,where,which,while,who,whom,why,will,with,would,you,your,yours,yourself,yourselves,ll,re,ve,don,didn,doesn,isn,wasn,weren,won}'::text []);
         terms := terms || w;
         EXIT WHEN pg_catalog.cardinality(terms) >= 32;
