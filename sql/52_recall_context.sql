@@ -9,14 +9,15 @@
 --
 --   score' = score + context.weight * max(relevance of its neighbours)
 --
--- where a neighbour is another candidate written within context.radius
--- evidence rows before or after it in the same source group (conversation
--- session, thread), in write order (sequence_number). Only candidates lift
--- each other, so the stage adds no rows and reads only the candidates' own
--- documents plus at most context.scan preceding and following rows of the
--- team per candidate (an index range on (team_id, sequence_number)); the
--- lift is bounded by the weight. Rows come back re-ordered by the new score
--- (ties by evidence_id) with score_rank renumbered, ready for MMR.
+-- where a neighbour is another candidate of the same source group
+-- (conversation session, thread) written within context.radius sequence
+-- numbers of it (write order). Only candidates lift each other, so the stage
+-- adds no rows and reads nothing but one key lookup per candidate; the lift
+-- is bounded by the weight. Sequence numbers are one identity for the whole
+-- database, so rows other teams write in between widen the gap: the stage
+-- then finds fewer neighbours, never a wrong one (a probe per candidate for
+-- the truly adjacent rows cost 20 times more). Rows come back re-ordered by
+-- the new score (ties by evidence_id) with score_rank renumbered, for MMR.
 --
 -- Runs as the caller, under row-level security (it compares only uuids,
 -- bigints and text, so the policy costs no index use), with the team
@@ -32,7 +33,6 @@ DECLARE
     team constant uuid := dm_private.require_team(recall_context_lift.team_id);
     weight double precision := COALESCE((settings #>> '{context,weight}')::double precision, 0);
     radius integer := LEAST(GREATEST(COALESCE((settings #>> '{context,radius}')::integer, 1), 1), 5);
-    scan integer := LEAST(GREATEST(COALESCE((settings #>> '{context,scan}')::integer, 8), 1), 64);
 BEGIN
     IF weight < 0 OR weight > 1 THEN
         RAISE EXCEPTION 'context.weight must be between 0 and 1, not %', weight USING ERRCODE = '22023';
@@ -57,44 +57,17 @@ BEGIN
             ) AS d
             WHERE d.source_group IS NOT NULL AND d.sequence_number IS NOT NULL
         ),
-        neighbour AS (
-            -- the `radius` nearest rows of the same source group among the
-            -- `scan` team rows written just before and just after
-            SELECT c.evidence_id, n.subject_id AS neighbour_id
-            FROM candidate AS c
-            CROSS JOIN LATERAL (
-                SELECT w.subject_id
-                FROM (SELECT x.subject_id, x.source_group, x.sequence_number
-                      FROM dm_private.search_documents AS x
-                      WHERE x.team_id = team AND x.subject_kind = 'evidence'
-                        AND x.sequence_number < c.sequence_number
-                      ORDER BY x.sequence_number DESC
-                      LIMIT scan) AS w
-                WHERE w.source_group = c.source_group
-                ORDER BY w.sequence_number DESC
-                LIMIT radius
-            ) AS n
-            UNION ALL
-            SELECT c.evidence_id, n.subject_id
-            FROM candidate AS c
-            CROSS JOIN LATERAL (
-                SELECT w.subject_id
-                FROM (SELECT x.subject_id, x.source_group, x.sequence_number
-                      FROM dm_private.search_documents AS x
-                      WHERE x.team_id = team AND x.subject_kind = 'evidence'
-                        AND x.sequence_number > c.sequence_number
-                      ORDER BY x.sequence_number
-                      LIMIT scan) AS w
-                WHERE w.source_group = c.source_group
-                ORDER BY w.sequence_number
-                LIMIT radius
-            ) AS n
-        ),
         lift AS (
-            SELECT nb.evidence_id, pg_catalog.max(c.relevance) AS best
-            FROM neighbour AS nb
-            JOIN candidate AS c ON c.evidence_id = nb.neighbour_id
-            GROUP BY nb.evidence_id
+            -- neighbours among the candidates only: same source group,
+            -- written within `radius` sequence numbers (so at most radius - 1
+            -- rows of the team lie between them)
+            SELECT a.evidence_id, pg_catalog.max(b.relevance) AS best
+            FROM candidate AS a
+            JOIN candidate AS b
+              ON b.source_group = a.source_group
+             AND b.evidence_id <> a.evidence_id
+             AND b.sequence_number BETWEEN a.sequence_number - radius AND a.sequence_number + radius
+            GROUP BY a.evidence_id
         ),
         lifted AS (
             SELECT s.document_id, s.evidence_id, s.relevance, s.recency, s.importance, s.frequency, s.proximity,
@@ -113,7 +86,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION dm_private.recall_context_lift(uuid, dm_private.recall_scored [], jsonb) IS
-'Optional recall stage after the composite rerank: lifts each candidate''s score by context.weight (0..1, default 0 = off) times the best relevance among the candidates written within context.radius rows of it in the same source group (write order), and re-orders by the new score. Adds no rows. Runs as the caller under RLS.';
+'Optional recall stage after the composite rerank: lifts each candidate''s score by context.weight (0..1, default 0 = off) times the best relevance among the candidates of the same source group written within context.radius (1..5) sequence numbers of it, and re-orders by the new score. Adds no rows. Runs as the caller under RLS.';
 REVOKE ALL ON FUNCTION dm_private.recall_context_lift(uuid, dm_private.recall_scored [], jsonb) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION dm_private.recall_context_lift(uuid, dm_private.recall_scored [], jsonb)
 TO densemem_app, densemem_analyst, densemem_operator;

@@ -19,7 +19,7 @@ from densemem.store.session import Principal, acting_as
 
 
 def _turns(conn: psycopg.Connection[Any], name: str) -> tuple[uuid.UUID, dict[str, uuid.UUID]]:
-    """Session A: a1 a2 a3 a4 a5 (in write order); session B: b1 b2, written after a3."""
+    """Session A: a1 a2 a3 a4 a5 (in write order); session B: b1 b2, written after a3 (one write each)."""
     team, profile = make_team(conn, name)
     ids: dict[str, uuid.UUID] = {}
     for key in ["a1", "a2", "a3", "b1", "b2", "a4", "a5"]:
@@ -110,11 +110,17 @@ def test_a_weak_turn_next_to_a_strong_one_moves_up(admin_conn: psycopg.Connectio
     assert [row[0] for row in out] == [ids["a2"], ids["b1"], ids["a3"], ids["a5"], ids["b2"]]
     assert [row[2] for row in out] == [1, 2, 3, 4, 5]
 
+    # radius counts sequence numbers: a5 is four writes after a3 (b1, b2 and a4 lie between)
     wider = {
         row[0]: row[1]
-        for row in _lift(admin_conn, team, candidates, {"context": {"weight": 0.5, "radius": 2}})
+        for row in _lift(admin_conn, team, candidates, {"context": {"weight": 0.5, "radius": 4}})
     }
-    assert wider[ids["a5"]] == pytest.approx(0.70 + 0.5 * 0.1)  # a3 is two session turns back
+    assert wider[ids["a5"]] == pytest.approx(0.70 + 0.5 * 0.1)
+    three = {
+        row[0]: row[1]
+        for row in _lift(admin_conn, team, candidates, {"context": {"weight": 0.5, "radius": 3}})
+    }
+    assert three[ids["a5"]] == pytest.approx(0.70)
 
 
 def test_bad_weight_and_another_team_are_refused(admin_conn: psycopg.Connection[Any]) -> None:
