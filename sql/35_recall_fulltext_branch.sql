@@ -83,7 +83,7 @@ DECLARE
     b double precision := COALESCE((settings #>> '{fulltext,bm25_b}')::double precision, 0.75);
     use_or boolean := COALESCE((settings #>> '{fulltext,or_terms}')::boolean, true);
     all_q tsquery;
-    any_q tsquery;
+    query_lexemes integer;
     scan_q tsquery;
     term_queries tsquery [];
     idfs double precision [];
@@ -108,11 +108,10 @@ BEGIN
     IF cap <= 0 THEN
         RETURN;
     END IF;
-    SELECT q.all_terms, q.any_terms INTO all_q, any_q FROM dm_private.recall_tsqueries(query, config) AS q;
-    IF NOT use_or THEN
-        any_q := NULL;
-    END IF;
-    IF all_q IS NULL THEN
+    -- The all-terms query (as dm_private.recall_tsqueries builds it, inline
+    -- here to save a function call per recall).
+    all_q := pg_catalog.websearch_to_tsquery(config, COALESCE(query, ''));
+    IF pg_catalog.numnode(all_q) = 0 THEN
         RETURN;
     END IF;
     IF pg_catalog.cardinality(source_groups) = 0 THEN source_groups := NULL; END IF;
@@ -161,11 +160,14 @@ BEGIN
            pg_catalog.string_agg(o.q::text, ' | ' ORDER BY o.position)
                FILTER (WHERE o.position = 1 OR o.running_df <= budget)::tsquery,
            (SELECT GREATEST(x.total_length / x.documents, 1.0) FROM totals AS x),
-           pg_catalog.min(o.df)
-    INTO term_queries, idfs, scan_q, average_length, rarest_df
+           pg_catalog.min(o.df),
+           (SELECT pg_catalog.count(*) FROM terms)
+    INTO term_queries, idfs, scan_q, average_length, rarest_df, query_lexemes
     FROM ordered AS o;
     term_count := COALESCE(pg_catalog.cardinality(term_queries), 0);
-    IF any_q IS NULL THEN
+    -- The any-term pass (as recall_tsqueries' any_terms): only with or_terms,
+    -- at least two query lexemes and no exclusion, which an OR would let back in.
+    IF NOT use_or OR query_lexemes < 2 OR pg_catalog.strpos(all_q::text, '!') > 0 THEN
         scan_q := NULL;
     END IF;
     -- The all-terms pass adds nothing when the any-term pass already holds
