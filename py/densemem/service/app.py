@@ -311,6 +311,7 @@ def create_app(
         try:
             yield
         finally:
+            app.state.service.batcher.close()
             await run_in_threadpool(pool.close)
 
     routes = [Route(op.path, op.handler, methods=[op.method]) for op in OPERATIONS]

@@ -25,11 +25,11 @@ import importlib
 import logging
 import os
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import orjson
-from starlette.concurrency import run_in_threadpool
 
 from densemem.config import Settings
 
@@ -101,7 +101,8 @@ def batch_function(embedder: QueryEmbedder) -> BatchEmbed:
 class QueryBatcher:
     """Coalesces the query embeddings of concurrent requests into batched model calls (asyncio side).
 
-    At most one model call runs at a time (in a worker thread, so the event loop keeps serving).
+    At most one model call runs at a time, in the batcher's own thread: the event loop keeps
+    serving, and the model never waits for a slot behind database calls in Starlette's pool.
     Queries that arrive while it runs wait, and the next call takes up to `max_batch` of them at
     once; with a single client every call holds exactly one query and starts at once.
     """
@@ -116,6 +117,7 @@ class QueryBatcher:
         self._draining = False
         self.batch_sizes: list[int] = []  # the most recent batches, for tests and metrics
         self._task: asyncio.Task[None] | None = None
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="densemem-query-embed")
 
     @property
     def waiting(self) -> int:
@@ -138,7 +140,10 @@ class QueryBatcher:
                 del self._waiting[: self.max_batch]
                 self.batch_sizes = [*self.batch_sizes[-99:], len(batch)]
                 try:
-                    vectors = await run_in_threadpool(self._embed_many, [text for text, _ in batch])
+                    texts = [text for text, _ in batch]
+                    vectors = await asyncio.get_running_loop().run_in_executor(
+                        self._thread, self._embed_many, texts
+                    )
                     if len(vectors) != len(batch):
                         raise RuntimeError(f"{len(vectors)} vectors for {len(batch)} queries")
                 except BaseException as error:
@@ -153,6 +158,10 @@ class QueryBatcher:
                         future.set_result(vector)
         finally:
             self._draining = False
+
+    def close(self) -> None:
+        """Stop the model thread (after the call in progress, if any)."""
+        self._thread.shutdown(wait=False, cancel_futures=True)
 
 
 def query_batcher(embedder: QueryEmbedder, environ: Any = None) -> QueryBatcher:
