@@ -121,6 +121,12 @@ BEGIN
             '[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}(?![A-Za-z0-9_-])', ' ', 'g');
     END IF;
 
+    -- Every grammar's match holds one of the needles above or, for a hash, a
+    -- run of 7 hex digits: a query with neither (most queries) has no anchor.
+    IF t !~ '[-:/@.]|[0-9A-Fa-f]{7}' THEN
+        RETURN pg_catalog.jsonb_build_object('anchors', anchors, 'masked', t);
+    END IF;
+
     FOR g IN 1..10 LOOP
         k := grammar_kinds[g];
         CONTINUE WHEN grammar_needles[g] <> '' AND pg_catalog.strpos(t, grammar_needles[g]) = 0;
