@@ -8,6 +8,7 @@ never move another team's statistics or ranking, through any access path.
 
 from __future__ import annotations
 
+import math
 import threading
 import uuid
 from typing import Any
@@ -426,3 +427,45 @@ def test_another_teams_statistics_never_move_a_teams_ranking(admin_conn: Conn) -
     assert [uuid.UUID(str(r[0])) for r in pending] == [other]
     assert_exact(admin_conn, team)
     assert_exact(admin_conn, other)
+
+
+def test_branch_scores_equal_okapi_bm25_computed_independently(admin_conn: Conn) -> None:
+    """tf from ts_rank's series, dl = length(tsvector), Lucene idf: checked against Python BM25."""
+    team, profile = make_team(admin_conn, "zeta")
+    texts = [
+        "Alpha " * n + "bravo charlie" + " delta" * (n % 3) + f" filler{n}" for n in (1, 2, 3, 7, 20, 90, 300)
+    ]
+    texts += ["Bravo echo foxtrot.", "Echo echo golf hotel india juliet kilo lima."]
+    ingest(admin_conn, team, profile, [{"text": t} for t in texts])
+    query = "alpha bravo delta echo"
+    hits = {uuid.UUID(h[0]): h[2] for h in fulltext_hits(admin_conn, team, query)}
+    rows = admin_conn.execute(
+        "SELECT subject_id, (SELECT array_agg(ARRAY[lexeme, COALESCE(cardinality(positions), 1)::text]) "
+        "FROM unnest(search_vector)) FROM dm_private.search_documents "
+        "WHERE team_id = %s AND subject_kind = 'evidence' AND is_recallable",
+        (team,),
+    ).fetchall()
+    docs = {uuid.UUID(str(r[0])): {lex: int(tf) for lex, tf in r[1]} for r in rows}
+    n = len(docs)
+    avgdl = sum(len(d) for d in docs.values()) / n
+    row = admin_conn.execute(
+        "SELECT array_agg(lexeme) FROM unnest(to_tsvector('english', %s))", (query,)
+    ).fetchone()
+    assert row is not None
+    terms = list(row[0])
+    k1, b = 1.2, 0.75
+
+    def bm25(doc: dict[str, int]) -> float:
+        total = 0.0
+        for t in terms:
+            df = sum(1 for d in docs.values() if t in d)
+            tf = doc.get(t, 0)
+            if df and tf:
+                idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+                total += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len(doc) / avgdl))
+        return total
+
+    expected = {i: bm25(d) for i, d in docs.items() if bm25(d) > 0}
+    assert set(hits) == set(expected)
+    for evidence, score in expected.items():
+        assert hits[evidence] == pytest.approx(score, rel=1e-6), evidence
