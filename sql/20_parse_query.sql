@@ -10,8 +10,10 @@
 --       dm_private.parse_anchors(text)         hard anchors
 --       dm_private.parse_time(text, now)       time window, intent, temporal question
 --   dm_private.query_tokens(query)            tokens for name matching
---   dm_private.query_ngrams(query)            their 1-4 token n-grams
---   dm_private.match_query_entities(team, n-grams)  the team's entity names
+--   dm_private.query_token_ngrams(tokens)     their 1-4 token n-grams
+--   dm_private.query_fuzzy_keys(cased tokens) trigram-lookup candidates
+--   dm_private.match_query_entities(team, n-grams, candidates)
+--                                             the team check, then the team's entity names
 --   dm_private.predicate_hints(team, n-grams)       the team's predicate synonyms
 --   dm.parse_query(query, team, now)          all of the above, one jsonb
 --
@@ -20,11 +22,17 @@
 -- 1 MB query costs what a 2,000-character one costs.
 --
 -- Speed (the parse runs once per recall; target p95 <= 0.3 ms): everything is
--- PL/pgSQL with simple expressions. Regular expressions run only behind cheap
--- guards (strpos, translate, array overlap); anchor matches are walked with
--- regexp_instr (one scan) then regexp_substr at the match, not set-returning
--- queries; time is read by walking tokens; the only SQL statements are the
--- team lookups.
+-- PL/pgSQL with simple expressions; the only SQL statements are the two team
+-- lookups (and a trigram probe for misspelled names). Regular expressions run
+-- only behind cheap guards that every match implies (a needle character, a
+-- short regex with no lookaround, a digit test with ascii(), a word set as a
+-- jsonb object); anchor matches are walked with regexp_instr (one scan) then
+-- regexp_substr at the match; time is read by walking tokens and skipping
+-- those that open no expression. The team is checked once per parse, by the
+-- definer lookup: dm_private.require_team's plan reads an RLS table and is
+-- re-planned whenever it runs under another role than last time.
+-- docs/QUERY_GRAMMAR.md ("Cost") lists each shortcut; tests/python/
+-- test_parse_fast_paths.py checks each against its plain rule.
 
 -- The capped, space-normalized text every parser reads: the first 2,000
 -- characters, with tabs, line breaks and exotic spaces (no-break, thin,
