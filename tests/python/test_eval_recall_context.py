@@ -123,6 +123,17 @@ def test_a_weak_turn_next_to_a_strong_one_moves_up(admin_conn: psycopg.Connectio
     assert three[ids["a5"]] == pytest.approx(0.70)
 
 
+def test_evidence_without_a_source_group_is_untouched(admin_conn: psycopg.Connection[Any]) -> None:
+    """Documents (no source group, e.g. a corpus of abstracts) keep their scores and order."""
+    team, profile = make_team(admin_conn, "context-nogroup")
+    ids = ingest(
+        admin_conn, team, profile, [{"text": f"abstract {i}", "memory_type": "semantic"} for i in range(4)]
+    )
+    candidates = [(ids[0], 0.2, 0.9), (ids[1], 1.0, 0.8), (ids[2], 0.9, 0.5), (ids[3], 0.0, 0.4)]
+    out = _lift(admin_conn, team, candidates, {"context": {"weight": 1.0, "radius": 5}})
+    assert [(row[0], row[1]) for row in out] == [(c[0], pytest.approx(c[2])) for c in candidates]
+
+
 def test_bad_weight_and_another_team_are_refused(admin_conn: psycopg.Connection[Any]) -> None:
     team, ids = _turns(admin_conn, "context-errors")
     other, _ = make_team(admin_conn, "context-other")
