@@ -213,10 +213,50 @@ def test_walk_uses_the_outgoing_and_incoming_indexes(app: psycopg.Connection[Any
         )
         .fetchall()
     )
-    assert "relationships_outgoing_idx" in plan
-    assert "relationships_incoming_idx" in plan
+    # The eligible-only partial indexes of migration 0033: the fan-out reads
+    # no ineligible edge, whatever a hub holds.
+    assert "relationships_eligible_outgoing_idx" in plan
+    assert "relationships_eligible_incoming_idx" in plan
     assert "Seq Scan on relationships" not in plan
     assert "CTE Scan on walk" in plan and "Recursive Union" in plan
+
+
+def test_walk_reads_no_ineligible_edge_of_a_hub(app: psycopg.Connection[Any]) -> None:
+    """The hub gets 60,000 more edges, unverified candidates, first in index order.
+
+    The fan-out still reads about fan_out edges: eligibility is the predicate
+    of the index it scans, not a heap filter behind the LIMIT.
+    """
+    hub = node(TEAM, "0")
+    app.execute("RESET ROLE")  # superuser inside this rolled-back transaction
+    app.execute(
+        "INSERT INTO dm_private.relationships (team_id, relationship_id, subject_entity_id, predicate, "
+        "object_entity_id, owner_profile_id, tier, status) "
+        "SELECT %s, gen_random_uuid(), %s, 'aaa_unverified', md5(%s::text || 'n' || i)::uuid, "
+        "md5(%s::text || 'p')::uuid, 'candidate', 'pending_evidence' FROM generate_series(1, 60000) AS i",
+        (TEAM, hub, str(TEAM), str(TEAM)),
+    )
+    app.execute("SELECT set_config('role', 'densemem_app', true)")
+    app.execute(
+        "PREPARE walk_q (uuid, uuid[], integer, integer, integer, timestamptz, timestamptz, text[], text[], "
+        "uuid[], timestamptz) AS " + _walk_statement(app)
+    )
+    app.execute("SET LOCAL plan_cache_mode = force_generic_plan")
+    row = (
+        psycopg.ClientCursor(app)
+        .execute(
+            "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "
+            "EXECUTE walk_q(%s, %s::uuid[], 20, 1, 200, NULL, NULL, '{}', NULL, '{}', NULL)",
+            (TEAM, [hub]),
+        )
+        .fetchone()
+    )
+    assert row is not None
+    plan = row[0][0]["Plan"]
+    buffers = plan["Shared Hit Blocks"] + plan["Shared Read Blocks"]
+    assert plan["Actual Rows"] == 20, "fan-out 20"
+    assert buffers < 300, f"the walk read {buffers} buffers: ineligible edges were scanned"
+    assert len(walk(app, [hub], max_depth=1)) == 20
 
 
 def test_no_cross_team_rows_in_randomized_discovery(app: psycopg.Connection[Any]) -> None:
