@@ -224,9 +224,11 @@ DECLARE
     words constant text [] := pg_catalog.string_to_array(
         pg_catalog.regexp_replace(t, '[][,.;:!?(){}"“”''/-]', ' ', 'g'), ' ');
     -- Tokens for the window walker: punctuation (but not - in 2023-05-08)
-    -- and apostrophes are separators.
-    toks constant text [] := pg_catalog.array_remove(pg_catalog.string_to_array(
-        pg_catalog.regexp_replace(t, '[][,.;:!?(){}"“”'']', ' ', 'g'), ' '), '');
+    -- and apostrophes are separators; without - or / they are the words.
+    toks constant text [] := pg_catalog.array_remove(CASE
+        WHEN pg_catalog.strpos(t, '-') = 0 AND pg_catalog.strpos(t, '/') = 0 THEN words
+        ELSE pg_catalog.string_to_array(pg_catalog.regexp_replace(t, '[][,.;:!?(){}"“”'']', ' ', 'g'), ' ')
+    END, '');
     -- Typed literals: folded once into the cached plan, not parsed per call.
     months constant text [] := '{january,february,march,april,may,june,july,august,september,october,november,december,sept,jan,feb,mar,apr,jun,jul,aug,sep,oct,nov,dec}'::text [];
     weekdays constant text [] := '{monday,tuesday,wednesday,thursday,friday,saturday,sunday}'::text [];
@@ -796,11 +798,12 @@ BEGIN
     -- Content terms: lower-case words (letters and digits) of the
     -- anchor-masked text, without stop words and one-letter words, first
     -- occurrence order, at most 32.
-    -- In printable ASCII the letters and digits are [a-z0-9] once lower-cased:
-    -- replacing the other runs (punctuation, one regex run each) and splitting
-    -- on spaces gives the same words as splitting on [^[:alnum:]]+ (one regex
-    -- run per word boundary); empty pieces are skipped below.
-    FOREACH w IN ARRAY CASE WHEN prepared !~ '[^ -~]' THEN pg_catalog.string_to_array(pg_catalog.regexp_replace(
+    -- In ASCII (one byte per character) the letters and digits are [a-z0-9]
+    -- once lower-cased: replacing the other runs (punctuation, one regex run
+    -- each) and splitting on spaces gives the same words as splitting on
+    -- [^[:alnum:]]+ (one regex run per word boundary); empty pieces are
+    -- skipped below.
+    FOREACH w IN ARRAY CASE WHEN pg_catalog.octet_length(prepared) = pg_catalog.length(prepared) THEN pg_catalog.string_to_array(pg_catalog.regexp_replace(
         pg_catalog.lower(anchored OPERATOR(pg_catalog.->>) 'masked'), '[^ a-z0-9]+', ' ', 'g'), ' ')
         ELSE pg_catalog.regexp_split_to_array(
         pg_catalog.lower(anchored OPERATOR(pg_catalog.->>) 'masked'), '[^[:alnum:]]+') END LOOP
