@@ -822,6 +822,22 @@ $$;
 COMMENT ON FUNCTION dm_private.parse_query_text(text, timestamptz) IS
 'The table-free part of dm.parse_query: {"anchors", "phrases", "terms", "time"} of the first 2,000 characters of a query under the given clock (UTC). IMMUTABLE; never raises on any text. Grammar: docs/QUERY_GRAMMAR.md.';
 
+-- The first ten elements of a jsonb array, in order: the cap of the entity
+-- and predicate lists, applied after their statements (rarely needed).
+CREATE OR REPLACE FUNCTION dm_private.parse_first_ten(list jsonb)
+RETURNS jsonb
+LANGUAGE sql
+IMMUTABLE
+PARALLEL SAFE
+SET search_path = ''
+AS $$
+    SELECT COALESCE(pg_catalog.jsonb_agg(z.value ORDER BY z.ord), '[]'::jsonb)
+    FROM pg_catalog.jsonb_array_elements(list) WITH ORDINALITY AS z (value, ord)
+    WHERE z.ord <= 10
+$$;
+COMMENT ON FUNCTION dm_private.parse_first_ten(jsonb) IS
+'The first ten elements of a jsonb array, in order (the cap of dm.parse_query''s entity and predicate lists).';
+
 -- The trigram half of the entity lookup (misspelled names), apart so that
 -- its similarity threshold is set only when there is something to probe:
 -- names with the probe's first letter and pg_trgm similarity >= 0.45, at
@@ -904,35 +920,36 @@ BEGIN
     IF ngrams IS NULL OR pg_catalog.cardinality(ngrams) = 0 THEN
         RETURN '[]'::jsonb;
     END IF;
+    -- Canonical before alias, longer mentions first. The ten best are kept
+    -- below, in PL/pgSQL: more than ten exact matches is rare, and a LIMIT
+    -- would cost the statement a sort and a node on every call.
     SELECT
         COALESCE(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
-            'entity_id', x.entity_id,
-            -- The canonical name by primary key, for the (at most 10) matches only.
+            'entity_id', d.entity_id,
+            -- The canonical name by primary key, for the matches only.
             'name', (SELECT e.canonical_name FROM dm_private.entities AS e
-                     WHERE e.team_id = match_team_id AND e.entity_id = x.entity_id),
-            'mention', x.mention, 'match', x.match_kind, 'similarity', 1.0)
-            ORDER BY x.match_kind DESC, pg_catalog.length(x.mention) DESC, x.entity_id), '[]'::jsonb),
-        pg_catalog.array_agg(x.mention),
-        pg_catalog.array_agg(x.entity_id)
+                     WHERE e.team_id = match_team_id AND e.entity_id = d.entity_id),
+            'mention', d.mention, 'match', d.match_kind, 'similarity', 1.0)
+            ORDER BY d.match_kind DESC, pg_catalog.length(d.mention) DESC, d.entity_id), '[]'::jsonb),
+        pg_catalog.array_agg(d.mention),
+        pg_catalog.array_agg(d.entity_id)
     INTO found, matched_names, matched_ids
     FROM (
-        -- The ten best: canonical before alias, longer mentions first.
-        SELECT d.entity_id, d.mention, d.match_kind
-        FROM (
-            -- One btree scan for all n-grams (= ANY walks the sorted array in
-            -- one descent), compared in byte order: equality is the same
-            -- under any deterministic collation, and sorting the array with
-            -- memcmp instead of strcoll halves the lookup (migration 0011).
-            SELECT DISTINCT ON (n.entity_id)
-                n.entity_id, n.normalized_name AS mention,
-                CASE WHEN n.is_canonical THEN 'exact' ELSE 'alias' END AS match_kind
-            FROM dm_private.entity_names AS n
-            WHERE n.team_id = match_team_id AND n.normalized_name COLLATE "C" = ANY (ngrams)
-            ORDER BY n.entity_id, n.is_canonical DESC, pg_catalog.length(n.normalized_name) DESC, n.normalized_name
-        ) AS d
-        ORDER BY d.match_kind DESC, pg_catalog.length(d.mention) DESC, d.entity_id
-        LIMIT 10
-    ) AS x;
+        -- One btree scan for all n-grams (= ANY walks the sorted array in
+        -- one descent), compared in byte order: equality is the same under
+        -- any deterministic collation, and sorting the array with memcmp
+        -- instead of strcoll halves the lookup (migration 0011).
+        SELECT DISTINCT ON (n.entity_id)
+            n.entity_id, n.normalized_name AS mention,
+            CASE WHEN n.is_canonical THEN 'exact' ELSE 'alias' END AS match_kind
+        FROM dm_private.entity_names AS n
+        WHERE n.team_id = match_team_id AND n.normalized_name COLLATE "C" = ANY (ngrams)
+        ORDER BY n.entity_id, n.is_canonical DESC, pg_catalog.length(n.normalized_name) DESC, n.normalized_name
+    ) AS d;
+    IF pg_catalog.jsonb_array_length(found) > 10 THEN
+        -- Ten exact matches leave no room for a trigram match: no probe below.
+        found := dm_private.parse_first_ten(found);
+    END IF;
 
     -- At most 2 probes; candidates inside an exact match need none.
     covered := ' ' || COALESCE(pg_catalog.array_to_string(matched_names, ' | '), '') || ' ';
@@ -945,9 +962,7 @@ BEGIN
     IF pg_catalog.cardinality(probes) > 0 AND pg_catalog.jsonb_array_length(found) < 10 THEN
         found := found || dm_private.match_entity_trigrams(match_team_id, probes, matched_ids);
         IF pg_catalog.jsonb_array_length(found) > 10 THEN
-            found := (SELECT pg_catalog.jsonb_agg(z.value ORDER BY z.ord)
-                      FROM pg_catalog.jsonb_array_elements(found) WITH ORDINALITY AS z (value, ord)
-                      WHERE z.ord <= 10);
+            found := dm_private.parse_first_ten(found);
         END IF;
     END IF;
     RETURN found;
@@ -968,8 +983,12 @@ STABLE
 PARALLEL SAFE
 SET search_path = ''
 AS $$
+DECLARE
+    found jsonb;
 BEGIN
-    RETURN (
+    -- In order of first mention; the first ten are kept below, in PL/pgSQL
+    -- (a LIMIT would cost the statement a sort and a node on every call).
+    found := (
         SELECT COALESCE(pg_catalog.jsonb_agg(p.predicate ORDER BY p.first_at, p.predicate), '[]'::jsonb)
         FROM (
             -- first_at: where the phrase first occurs among the n-grams.
@@ -987,9 +1006,11 @@ BEGIN
                     WHERE o.team_id = hint_team_id AND o.phrase = d.phrase)
             ) AS m
             GROUP BY m.predicate
-            ORDER BY first_at, m.predicate
-            LIMIT 10
         ) AS p);
+    IF pg_catalog.jsonb_array_length(found) > 10 THEN
+        found := dm_private.parse_first_ten(found);
+    END IF;
+    RETURN found;
 END
 $$;
 COMMENT ON FUNCTION dm_private.predicate_hints(uuid, text []) IS
@@ -1037,6 +1058,7 @@ REVOKE ALL ON FUNCTION dm_private.query_fuzzy_keys(text []) FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm_private.parse_query_text(text, timestamptz) FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm_private.match_query_entities(uuid, text [], text []) FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm_private.match_entity_trigrams(uuid, text [], uuid []) FROM PUBLIC;
+REVOKE ALL ON FUNCTION dm_private.parse_first_ten(jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm_private.predicate_hints(uuid, text []) FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm.parse_query(text, uuid, timestamptz) FROM PUBLIC;
 
@@ -1062,6 +1084,8 @@ GRANT EXECUTE ON FUNCTION dm_private.parse_query_text(text, timestamptz) TO
 densemem_app, densemem_analyst, densemem_operator, densemem_searcher;
 GRANT EXECUTE ON FUNCTION dm_private.match_query_entities(uuid, text [], text []) TO
 densemem_app, densemem_analyst, densemem_operator;
+GRANT EXECUTE ON FUNCTION dm_private.parse_first_ten(jsonb) TO
+densemem_app, densemem_analyst, densemem_operator, densemem_searcher;
 GRANT EXECUTE ON FUNCTION dm_private.match_entity_trigrams(uuid, text [], uuid []) TO
 densemem_app, densemem_analyst, densemem_operator, densemem_searcher;
 GRANT EXECUTE ON FUNCTION dm_private.predicate_hints(uuid, text []) TO

@@ -316,3 +316,39 @@ def test_ascii_terms_equal_the_unicode_split(conn: psycopg.Connection[Any], text
     ).fetchone()
     assert row is not None
     assert row[0] == row[1]
+
+
+def test_entity_and_predicate_lists_keep_the_first_ten(url: str, conn: psycopg.Connection[Any]) -> None:
+    """The caps are applied after the lookup statements: the ten best in the documented order."""
+    team = make_team(conn, f"ten-{uuid.uuid4().hex[:8]}")
+    words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliett"]
+    words += ["kilo", "lima"]
+    with psycopg.connect(url) as session:
+        with acting_as(session, team) as cur:
+            # Twelve entities named by one word each, of different lengths and
+            # kinds: six canonical names ("exact"), six aliases ("alias").
+            items: list[write.EntityItem] = []
+            for i, word in enumerate(words):
+                if i % 2 == 0:
+                    items.append({"name": word.capitalize()})
+                else:
+                    items.append({"name": f"Z{i}", "aliases": [word]})
+            ids = write.upsert_entities(cur, team_id=team.team_id, items=items)
+            cur.execute(
+                "INSERT INTO dm_private.predicate_synonyms (team_id, phrase, predicate) "
+                "SELECT %(t)s, w, 'p_' || w FROM unnest(%(w)s::text[]) AS w",
+                {"t": team.team_id, "w": words},
+            )
+        with acting_as(session, Principal(team_id=team.team_id)) as cur:
+            parsed = parse_query(cur, query=" ".join(reversed(words)), team_id=team.team_id)
+    expected = sorted(
+        zip(ids, words, strict=True),
+        key=lambda pair: (words.index(pair[1]) % 2, -len(pair[1]), str(pair[0])),
+    )[:10]
+    assert [(e["entity_id"], e["mention"]) for e in parsed["entities"]] == [
+        (str(entity_id), word) for entity_id, word in expected
+    ]
+    assert [e["match"] for e in parsed["entities"]] == [
+        "exact" if words.index(word) % 2 == 0 else "alias" for _, word in expected
+    ]
+    assert parsed["predicates"] == [f"p_{w}" for w in reversed(words)][:10]
