@@ -21,27 +21,27 @@ IMMUTABLE
 PARALLEL SAFE
 SET search_path = ''
 AS $$
+DECLARE
+    -- The profile's fusion settings, read once: a jsonb path evaluated per
+    -- row (and per branch lookup) cost more than the whole fusion.
+    k constant double precision := COALESCE((settings #>> '{fusion,rrf_k}')::double precision, 60);
+    by_priority constant boolean := COALESCE(settings #>> '{fusion,method}', 'rrf') = 'priority';
+    cap constant integer := COALESCE((settings #>> '{candidates,fused}')::integer, 100);
+    weights constant jsonb := COALESCE(settings #> '{fusion,branch_weights}', '{}'::jsonb);
+    priority constant text [] := ARRAY(
+        SELECT pg_catalog.jsonb_array_elements_text(
+            CASE WHEN pg_catalog.jsonb_typeof(settings #> '{fusion,branch_priority}') = 'array'
+                 THEN settings #> '{fusion,branch_priority}' ELSE '[]'::jsonb END));
 BEGIN
     -- plpgsql rather than sql: the statement's plan is cached per session
     RETURN QUERY
-    WITH params AS (
-        SELECT COALESCE((settings #>> '{fusion,rrf_k}')::double precision, 60) AS k,
-               COALESCE(settings #>> '{fusion,method}', 'rrf') = 'priority' AS by_priority,
-               COALESCE((settings #>> '{candidates,fused}')::integer, 100) AS cap
-    ),
-    branch AS (
-        -- one row per branch present: its weight and its place in branch_priority
-        SELECT b.branch,
-               COALESCE((settings -> 'fusion' -> 'branch_weights' ->> b.branch)::double precision, 1.0) AS weight,
-               COALESCE((SELECT p.ord FROM pg_catalog.jsonb_array_elements_text(settings #> '{fusion,branch_priority}')
-                             WITH ORDINALITY AS p (branch, ord)
-                         WHERE p.branch = b.branch), 1000) AS priority
-        FROM (SELECT DISTINCT h.branch FROM pg_catalog.unnest(hits) AS h) AS b
-    ),
-    unit AS (
-        -- (branch, evidence_id) once, at its best rank
+    WITH unit AS (
+        -- (branch, evidence_id) once, at its best rank, with the branch's
+        -- weight and its place in branch_priority
         SELECT h.branch, h.evidence_id, (pg_catalog.array_agg(h.document_id))[1] AS document_id,
-               pg_catalog.min(h.branch_rank) AS branch_rank
+               pg_catalog.min(h.branch_rank) AS branch_rank,
+               COALESCE((weights ->> h.branch)::double precision, 1.0) AS weight,
+               COALESCE(pg_catalog.array_position(priority, h.branch), 1000) AS priority
         FROM pg_catalog.unnest(hits) AS h
         WHERE h.evidence_id IS NOT NULL
         GROUP BY h.branch, h.evidence_id
@@ -49,35 +49,31 @@ BEGIN
     per_evidence AS (
         SELECT u.evidence_id,
                (pg_catalog.array_agg(u.document_id))[1] AS document_id,
-               pg_catalog.sum(b.weight / (p.k + u.branch_rank)) AS rrf,
-               pg_catalog.min(b.priority * 1000000 + u.branch_rank) AS priority_key,
+               pg_catalog.sum(u.weight / (k + u.branch_rank)) AS rrf,
+               pg_catalog.min(u.priority::bigint * 1000000 + u.branch_rank) AS priority_key,
                pg_catalog.min(u.branch_rank) FILTER (WHERE u.branch = 'fulltext') AS fulltext_rank,
                pg_catalog.min(u.branch_rank) FILTER (WHERE u.branch = 'vector') AS vector_rank,
                pg_catalog.min(u.branch_rank) FILTER (WHERE u.branch = 'exact') AS exact_rank
         FROM unit AS u
-        JOIN branch AS b ON b.branch = u.branch
-        CROSS JOIN params AS p
         GROUP BY u.evidence_id
     ),
     ordered AS (
         SELECT e.*,
                pg_catalog.row_number() OVER (
-                   ORDER BY CASE WHEN p.by_priority THEN e.priority_key::double precision ELSE -e.rrf END,
+                   ORDER BY CASE WHEN by_priority THEN e.priority_key::double precision ELSE -e.rrf END,
                             e.evidence_id) AS position,
                pg_catalog.count(*) OVER () AS total,
-               pg_catalog.max(e.rrf) OVER () AS best_rrf,
-               p.by_priority, p.cap
+               pg_catalog.max(e.rrf) OVER () AS best_rrf
         FROM per_evidence AS e
-        CROSS JOIN params AS p
     ),
     kept AS (
         SELECT o.*, pg_catalog.min(o.rrf) OVER () AS worst_rrf
         FROM ordered AS o
-        WHERE o.position <= o.cap
+        WHERE o.position <= cap
     )
     SELECT o.document_id, o.evidence_id,
-           CASE WHEN o.by_priority THEN (o.total - o.position + 1)::double precision / o.total ELSE o.rrf END,
-           CASE WHEN o.by_priority THEN (o.total - o.position + 1)::double precision / o.total
+           CASE WHEN by_priority THEN (o.total - o.position + 1)::double precision / o.total ELSE o.rrf END,
+           CASE WHEN by_priority THEN (o.total - o.position + 1)::double precision / o.total
                 WHEN o.best_rrf = o.worst_rrf THEN 1.0
                 ELSE (o.rrf - o.worst_rrf) / (o.best_rrf - o.worst_rrf) END,
            o.fulltext_rank::integer, o.vector_rank::integer, o.exact_rank::integer, o.position::integer

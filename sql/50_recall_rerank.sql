@@ -41,7 +41,6 @@ DECLARE
     phrases text [] := ARRAY(SELECT pg_catalog.lower(p) FROM pg_catalog.jsonb_array_elements_text(req -> 'phrases') AS p);
     intent text := req ->> 'temporal_intent';
     snapshot bigint := (req ->> 'usage_snapshot_id')::bigint;
-    newest_sequence bigint;
     w_rel double precision := COALESCE((settings #>> '{weights,relevance}')::double precision, 0.55);
     w_rec double precision := COALESCE((settings #>> '{weights,recency}')::double precision, 0.20);
     w_imp double precision := COALESCE((settings #>> '{weights,importance}')::double precision, 0.15);
@@ -66,7 +65,12 @@ BEGIN
     IF pg_catalog.cardinality(ids) = 0 THEN
         RETURN;
     END IF;
-    SELECT q.all_terms INTO all_q FROM dm_private.recall_tsqueries(query, config) AS q;
+    -- the all-terms query of the full-text branch (dm_private.recall_tsqueries'
+    -- all_terms), computed here directly: one function call less per recall
+    all_q := pg_catalog.websearch_to_tsquery(config, COALESCE(query, ''));
+    IF pg_catalog.numnode(all_q) = 0 THEN
+        all_q := NULL;
+    END IF;
     IF pg_catalog.cardinality(phrases) = 0 THEN mix_phrase := 0; END IF;
     IF all_q IS NULL THEN mix_exact := 0; END IF;
     IF mix_fusion + mix_phrase + mix_exact <= 0 THEN mix_fusion := 1; END IF;
@@ -77,26 +81,23 @@ BEGIN
                       WHERE s.team_id = team AND s.usage_snapshot_id = snapshot) THEN
         RAISE EXCEPTION 'usage snapshot % does not exist in this team', snapshot USING ERRCODE = '22023';
     END IF;
-    SELECT pg_catalog.max(d.sequence_number) INTO newest_sequence
-    FROM dm_private.search_documents AS d
-    WHERE d.team_id = team AND d.subject_kind = 'evidence';
 
     RETURN QUERY
-        WITH candidate AS (
+        WITH features AS MATERIALIZED (
+            -- the candidates' documents in one scan of the primary key
+            -- (team_id, document_id = ANY): no plan can range-scan the team
+            SELECT x.document_id, x.subject_id, x.body, x.search_vector, x.memory_type, x.source_created_at,
+                   x.sequence_number, x.importance, x.confidence, x.policy_labels
+            FROM dm_private.search_documents AS x
+            WHERE x.team_id = team AND x.document_id = ANY (ids) AND x.subject_kind = 'evidence'
+        ),
+        candidate AS (
             SELECT f.*, d.body, d.search_vector, d.memory_type, d.source_created_at, d.sequence_number,
                    COALESCE(d.importance, 0.5)::double precision AS importance,
                    COALESCE(d.confidence, 1.0)::double precision AS confidence,
                    CASE WHEN needs_lower THEN pg_catalog.lower(d.body) END AS lower_body
-            -- one unique-key lookup per candidate (a LATERAL equality on the
-            -- whole key, so no plan can range-scan the team instead)
             FROM pg_catalog.unnest(fused) AS f
-            CROSS JOIN LATERAL (
-                SELECT x.body, x.search_vector, x.memory_type, x.source_created_at, x.sequence_number,
-                       x.importance, x.confidence, x.policy_labels
-                FROM dm_private.search_documents AS x
-                WHERE x.team_id = team AND x.subject_kind = 'evidence' AND x.subject_id = f.evidence_id
-                OFFSET 0  -- a fence: one key lookup per row, whatever the estimates
-            ) AS d
+            JOIN features AS d ON d.document_id = f.document_id AND d.subject_id = f.evidence_id
             WHERE d.policy_labels <@ scopes
         ),
         anchored AS (
@@ -136,7 +137,12 @@ BEGIN
                            pg_catalog.exp(-LEAST(700.0, GREATEST(0, EXTRACT(EPOCH FROM clock - a.source_created_at) / 86400.0)
                                           / (half_lives ->> a.memory_type::text)::double precision))
                        ELSE
-                           pg_catalog.exp(-LEAST(700.0, GREATEST(0, COALESCE(newest_sequence - a.sequence_number, 0))::double precision
+                           -- the team's newest sequence number: an uncorrelated
+                           -- subquery, run only when a candidate has no created_at
+                           pg_catalog.exp(-LEAST(700.0, GREATEST(0, COALESCE(
+                               (SELECT pg_catalog.max(x.sequence_number) FROM dm_private.search_documents AS x
+                                WHERE x.team_id = team AND x.subject_kind = 'evidence')
+                               - a.sequence_number, 0))::double precision
                                           / (half_lives ->> a.memory_type::text)::double precision))
                    END::double precision AS recency,
                    LEAST(1.0, GREATEST(0.0, a.importance)) AS importance,

@@ -30,34 +30,40 @@ BEGIN
     IF n = 0 THEN
         RETURN '{}';
     END IF;
-    WITH pool AS (
-        -- one primary-key lookup per document (LATERAL equality on the whole
-        -- key), its current vector of the active contract when there is one
-        SELECT p.ord::integer AS ord, pg_catalog.left(d.body, 500) AS head, v.embedding
+    WITH docs AS MATERIALIZED (
+        -- the pool's documents and current vectors, each in one scan of a
+        -- primary key (team_id, document_id = ANY): never a range of the team
+        SELECT x.document_id, pg_catalog.left(x.body, 500) AS head, x.document_version, x.source_version
+        FROM dm_private.search_documents AS x
+        WHERE x.team_id = team AND x.document_id = ANY (document_ids)
+    ),
+    vectors AS MATERIALIZED (
+        SELECT e.document_id, e.embedding, e.document_version, e.source_version
+        FROM dm_private.document_embeddings AS e
+        WHERE e.team_id = team AND e.document_id = ANY (document_ids) AND e.contract_id = active_contract
+    ),
+    pool AS MATERIALIZED (
+        SELECT p.ord::integer AS ord, d.head, v.embedding
         FROM pg_catalog.unnest(document_ids) WITH ORDINALITY AS p (document_id, ord)
-        LEFT JOIN LATERAL (
-            SELECT x.body, x.document_version, x.source_version
-            FROM dm_private.search_documents AS x
-            WHERE x.team_id = team AND x.document_id = p.document_id
-            OFFSET 0  -- a fence: one key lookup per row, whatever the estimates
-        ) AS d ON true
-        LEFT JOIN LATERAL (
-            SELECT e.embedding
-            FROM dm_private.document_embeddings AS e
-            WHERE e.team_id = team AND e.document_id = p.document_id AND e.contract_id = active_contract
-              AND e.document_version = d.document_version AND e.source_version = d.source_version
-              OFFSET 0  -- a fence: one key lookup per row, whatever the estimates
-        ) AS v ON true
+        LEFT JOIN docs AS d ON d.document_id = p.document_id
+        LEFT JOIN vectors AS v ON v.document_id = p.document_id
+                              AND v.document_version = d.document_version AND v.source_version = d.source_version
+    ),
+    upper AS MATERIALIZED (
+        -- each unordered pair once (similarity is symmetric)
+        SELECT a.ord AS i, b.ord AS j,
+               COALESCE(CASE WHEN a.embedding IS NOT NULL AND b.embedding IS NOT NULL
+                             THEN 1.0 - (a.embedding OPERATOR(public.<=>) b.embedding)
+                             ELSE public.similarity(a.head, b.head) END, 0)::double precision AS sim
+        FROM pool AS a
+        JOIN pool AS b ON b.ord > a.ord
     ),
     pairs AS (
-        SELECT a.ord AS i, b.ord AS j,
-               CASE WHEN a.ord = b.ord THEN 1.0
-                    ELSE COALESCE(CASE WHEN a.embedding IS NOT NULL AND b.embedding IS NOT NULL
-                                       THEN 1.0 - (a.embedding OPERATOR(public.<=>) b.embedding)
-                                       ELSE public.similarity(a.head, b.head) END, 0)
-               END::double precision AS sim
-        FROM pool AS a
-        CROSS JOIN pool AS b
+        SELECT u.i, u.j, u.sim FROM upper AS u
+        UNION ALL
+        SELECT u.j, u.i, u.sim FROM upper AS u
+        UNION ALL
+        SELECT p.ord, p.ord, 1.0::double precision FROM pool AS p
     )
     SELECT pg_catalog.array_agg(m.sim ORDER BY m.i, m.j) INTO matrix FROM pairs AS m;
     RETURN matrix;

@@ -46,6 +46,9 @@ TO densemem_app, densemem_analyst, densemem_operator;
 
 -- Request fields override the parse: anchors, phrases, time window and
 -- temporal intent come from the parse only when the request leaves them out.
+-- A window from the parse is marked window_is_parsed: recall_run treats it
+-- as a preference (window matches first, then the unfiltered ranking), never
+-- as the hard filter a request's time_window or created_* filters are.
 CREATE OR REPLACE FUNCTION dm_private.recall_merge_parse(req jsonb, request jsonb, parsed jsonb)
 RETURNS jsonb
 LANGUAGE plpgsql
@@ -77,6 +80,7 @@ BEGIN
     IF NOT COALESCE(request, '{}'::jsonb) ? 'time_window' AND pg_catalog.jsonb_typeof(window_value) = 'object' THEN
         merged := merged || pg_catalog.jsonb_build_object(
             'has_window', true,
+            'window_is_parsed', true,
             'window_from', dm_private.recall_timestamp(window_value -> 'from', 'parsed time window from'),
             'window_to', dm_private.recall_timestamp(window_value -> 'to', 'parsed time window to'));
     END IF;
@@ -127,10 +131,22 @@ DECLARE
     seeds uuid [];
     ordered_ids uuid [];
     mmr_rows jsonb;
-    hydrated record;
     contexts jsonb := '{}';
+    pass_contexts jsonb;
     sizes integer [];
-    kept uuid [];
+    kept uuid [] := '{}';
+    pass_kept uuid [];
+    all_ordered uuid [] := '{}';
+    pass integer;
+    pass_req jsonb;
+    pass_want integer;
+    pass_bytes integer;
+    window_fallback boolean := false;
+    first_hits jsonb [];
+    first_fused dm_private.recall_fused [];
+    first_mmr jsonb;
+    scored_all dm_private.recall_scored [];
+    first_scored integer;
     results jsonb;
     discovery jsonb;
     discovery_paths jsonb := '[]';
@@ -167,100 +183,155 @@ BEGIN
     timings := timings || pg_catalog.jsonb_build_object('parse_ms', EXTRACT(EPOCH FROM pg_catalog.clock_timestamp() - mark) * 1000);
     mark := pg_catalog.clock_timestamp();
 
-    -- full-text branch: required by default, so its errors propagate
-    IF 'fulltext' = ANY (required_branches) THEN
-        fulltext_hits := ARRAY(SELECT h FROM dm_private.recall_fulltext_candidates(team, query, req, settings) AS h);
-    ELSE
-        BEGIN
-            fulltext_hits := ARRAY(SELECT h FROM dm_private.recall_fulltext_candidates(team, query, req, settings) AS h);
-        EXCEPTION WHEN OTHERS THEN
-            fulltext_hits := '{}';
-            degraded := degraded || 'fulltext'::text;
-        END;
-    END IF;
-    exact_hits := ARRAY(SELECT h FROM dm_private.recall_exact_candidates(team, req, settings) AS h);
-    timings := timings || pg_catalog.jsonb_build_object('fulltext_ms', EXTRACT(EPOCH FROM pg_catalog.clock_timestamp() - mark) * 1000);
-    mark := pg_catalog.clock_timestamp();
-
-    -- vector branch: required → DM503 without a usable query embedding;
-    -- optional → omitted and recorded
-    SELECT * INTO vector_path FROM dm_private.recall_vector_access_path(team) AS a;
-    IF query_embedding IS NULL THEN
-        IF 'vector' = ANY (required_branches) THEN
-            RAISE EXCEPTION 'the ranking profile requires the vector branch and no query embedding was given'
-                USING ERRCODE = 'DM503', HINT = 'pass the query embedding (the service embeds every query)';
+    -- Retrieval, ranking, hydration and budget. Pass 1 runs the request as
+    -- normalised. A time window that came from the parse of the query (not
+    -- from the request) is a preference, not a filter: when pass 1 leaves
+    -- fewer than `limit` results, pass 2 runs without that window, excluding
+    -- what pass 1 kept, and fills the rest (window matches first, then the
+    -- unfiltered ranking) under the remaining byte budget.
+    pass_req := req;
+    pass_want := want;
+    pass_bytes := (req ->> 'max_context_bytes')::integer;
+    FOR pass IN 1..2 LOOP
+        IF pass = 2 THEN
+            EXIT WHEN NOT COALESCE((req ->> 'window_is_parsed')::boolean, false)
+                      OR pg_catalog.cardinality(kept) >= want OR pass_bytes <= 0;
+            pass_req := req || pg_catalog.jsonb_build_object(
+                'has_window', false, 'window_from', NULL, 'window_to', NULL, 'window_is_parsed', false,
+                'known_evidence_ids', COALESCE(req -> 'known_evidence_ids', '[]'::jsonb) || pg_catalog.to_jsonb(kept));
+            pass_want := want - pg_catalog.cardinality(kept);
+            window_fallback := true;
         END IF;
-        degraded := degraded || 'vector'::text;
-    ELSE
-        BEGIN
-            vector_hits := ARRAY(SELECT h FROM dm_private.recall_vector_candidates(team, query_embedding, req, settings) AS h);
-            SELECT c.provider || '/' || c.model || '/' || c.dimensions || '/' || c.normalization || '/v' || c.version
-            INTO contract_version
-            FROM dm_private.embedding_contracts AS c WHERE c.is_active;
-        EXCEPTION WHEN OTHERS THEN
-            GET STACKED DIAGNOSTICS error_state = RETURNED_SQLSTATE, error_message = MESSAGE_TEXT;
+        mark := pg_catalog.clock_timestamp();
+
+        -- full-text branch: required by default, so its errors propagate
+        IF 'fulltext' = ANY (required_branches) THEN
+            fulltext_hits := ARRAY(SELECT h FROM dm_private.recall_fulltext_candidates(team, query, pass_req, settings) AS h);
+        ELSE
+            BEGIN
+                fulltext_hits := ARRAY(SELECT h FROM dm_private.recall_fulltext_candidates(team, query, pass_req, settings) AS h);
+            EXCEPTION WHEN OTHERS THEN
+                fulltext_hits := '{}';
+                IF NOT 'fulltext' = ANY (degraded) THEN degraded := degraded || 'fulltext'::text; END IF;
+            END;
+        END IF;
+        exact_hits := ARRAY(SELECT h FROM dm_private.recall_exact_candidates(team, pass_req, settings) AS h);
+        IF pass = 1 THEN
+            timings := timings || pg_catalog.jsonb_build_object('fulltext_ms', EXTRACT(EPOCH FROM pg_catalog.clock_timestamp() - mark) * 1000);
+            mark := pg_catalog.clock_timestamp();
+        END IF;
+
+        -- vector branch: required → DM503 without a usable query embedding;
+        -- optional → omitted and recorded
+        IF with_explain AND pass = 1 THEN
+            SELECT * INTO vector_path FROM dm_private.recall_vector_access_path(team) AS a;
+        END IF;
+        IF query_embedding IS NULL THEN
             IF 'vector' = ANY (required_branches) THEN
-                RAISE EXCEPTION 'vector branch unavailable: %', error_message
-                    USING ERRCODE = 'DM503', HINT = 'the ranking profile requires the vector branch';
+                RAISE EXCEPTION 'the ranking profile requires the vector branch and no query embedding was given'
+                    USING ERRCODE = 'DM503', HINT = 'pass the query embedding (the service embeds every query)';
             END IF;
-            vector_hits := '{}';
-            degraded := degraded || 'vector'::text;
-        END;
-    END IF;
-    timings := timings || pg_catalog.jsonb_build_object('vector_ms', EXTRACT(EPOCH FROM pg_catalog.clock_timestamp() - mark) * 1000);
-    mark := pg_catalog.clock_timestamp();
+            IF NOT 'vector' = ANY (degraded) THEN degraded := degraded || 'vector'::text; END IF;
+        ELSE
+            BEGIN
+                vector_hits := ARRAY(SELECT h FROM dm_private.recall_vector_candidates(team, query_embedding, pass_req, settings) AS h);
+                IF contract_version IS NULL THEN
+                    SELECT c.provider || '/' || c.model || '/' || c.dimensions || '/' || c.normalization || '/v' || c.version
+                    INTO contract_version
+                    FROM dm_private.embedding_contracts AS c WHERE c.is_active;
+                END IF;
+            EXCEPTION WHEN OTHERS THEN
+                GET STACKED DIAGNOSTICS error_state = RETURNED_SQLSTATE, error_message = MESSAGE_TEXT;
+                IF 'vector' = ANY (required_branches) THEN
+                    RAISE EXCEPTION 'vector branch unavailable: %', error_message
+                        USING ERRCODE = 'DM503', HINT = 'the ranking profile requires the vector branch';
+                END IF;
+                vector_hits := '{}';
+                IF NOT 'vector' = ANY (degraded) THEN degraded := degraded || 'vector'::text; END IF;
+            END;
+        END IF;
+        IF pass = 1 THEN
+            timings := timings || pg_catalog.jsonb_build_object('vector_ms', EXTRACT(EPOCH FROM pg_catalog.clock_timestamp() - mark) * 1000);
+            mark := pg_catalog.clock_timestamp();
+        END IF;
 
-    -- fusion
-    fused := ARRAY(SELECT f FROM dm_private.recall_fuse(fulltext_hits || exact_hits || vector_hits, settings) AS f);
-    timings := timings || pg_catalog.jsonb_build_object('fusion_ms', EXTRACT(EPOCH FROM pg_catalog.clock_timestamp() - mark) * 1000);
-    mark := pg_catalog.clock_timestamp();
+        -- fusion
+        fused := ARRAY(SELECT f FROM dm_private.recall_fuse(fulltext_hits || exact_hits || vector_hits, settings) AS f);
+        IF pass = 1 THEN
+            timings := timings || pg_catalog.jsonb_build_object('fusion_ms', EXTRACT(EPOCH FROM pg_catalog.clock_timestamp() - mark) * 1000);
+            mark := pg_catalog.clock_timestamp();
+        END IF;
 
-    -- proximity from the query's entities (when discovery is installed)
-    seeds := ARRAY(SELECT DISTINCT x::uuid FROM pg_catalog.jsonb_array_elements_text(
-                       COALESCE(req -> 'expand_from_entity_ids', '[]') || COALESCE(req -> 'parsed_entity_ids', '[]')) AS x);
-    IF pg_catalog.cardinality(seeds) > 0 AND pg_catalog.cardinality(fused) > 0
-       AND pg_catalog.to_regprocedure('dm_private.entity_proximity(uuid,uuid[],uuid[],integer)') IS NOT NULL THEN
-        BEGIN
-            EXECUTE 'SELECT COALESCE(pg_catalog.jsonb_object_agg(p.evidence_id::text, p.hops), ''{}'') '
-                    'FROM dm_private.entity_proximity($1, $2, $3, $4) AS p'
-                INTO hops
-                USING team, seeds, ARRAY(SELECT f.evidence_id FROM pg_catalog.unnest(fused) AS f),
-                      COALESCE((settings #>> '{proximity,max_hops}')::integer, 2);
-        EXCEPTION WHEN OTHERS THEN
-            hops := '{}';
-            degraded := degraded || 'proximity'::text;
-        END;
-    END IF;
+        -- proximity from the query's entities (when discovery is installed)
+        hops := '{}';
+        IF pass = 1 THEN
+            seeds := ARRAY(SELECT DISTINCT x::uuid FROM pg_catalog.jsonb_array_elements_text(
+                               COALESCE(req -> 'expand_from_entity_ids', '[]') || COALESCE(req -> 'parsed_entity_ids', '[]')) AS x);
+        END IF;
+        IF pg_catalog.cardinality(seeds) > 0 AND pg_catalog.cardinality(fused) > 0
+           AND pg_catalog.to_regprocedure('dm_private.entity_proximity(uuid,uuid[],uuid[],integer)') IS NOT NULL THEN
+            BEGIN
+                EXECUTE 'SELECT COALESCE(pg_catalog.jsonb_object_agg(p.evidence_id::text, p.hops), ''{}'') '
+                        'FROM dm_private.entity_proximity($1, $2, $3, $4) AS p'
+                    INTO hops
+                    USING team, seeds, ARRAY(SELECT f.evidence_id FROM pg_catalog.unnest(fused) AS f),
+                          COALESCE((settings #>> '{proximity,max_hops}')::integer, 2);
+            EXCEPTION WHEN OTHERS THEN
+                hops := '{}';
+                IF NOT 'proximity' = ANY (degraded) THEN degraded := degraded || 'proximity'::text; END IF;
+            END;
+        END IF;
 
-    -- composite rerank and MMR
-    scored := ARRAY(SELECT s FROM dm_private.recall_rerank(team, query, fused, req, settings, hops) AS s);
-    -- neighbouring-turn context (optional stage, sql/52): off unless the profile sets context.weight
-    IF COALESCE((settings #>> '{context,weight}')::double precision, 0) > 0 THEN
-        scored := ARRAY(SELECT s FROM dm_private.recall_context_lift(team, scored, settings) AS s);
-    END IF;
-    timings := timings || pg_catalog.jsonb_build_object('rerank_ms', EXTRACT(EPOCH FROM pg_catalog.clock_timestamp() - mark) * 1000);
-    mark := pg_catalog.clock_timestamp();
-    SELECT pg_catalog.array_agg(m.evidence_id ORDER BY m.mmr_rank) FILTER (WHERE m.mmr_rank IS NOT NULL),
-           CASE WHEN with_explain THEN pg_catalog.jsonb_agg(pg_catalog.to_jsonb(m) ORDER BY m.mmr_rank NULLS LAST) END
-    INTO ordered_ids, mmr_rows
-    FROM dm_private.recall_mmr(team, scored, settings, want) AS m;
-    ordered_ids := COALESCE(ordered_ids, '{}');
-    timings := timings || pg_catalog.jsonb_build_object('mmr_ms', EXTRACT(EPOCH FROM pg_catalog.clock_timestamp() - mark) * 1000);
-    mark := pg_catalog.clock_timestamp();
+        -- composite rerank and MMR
+        scored := ARRAY(SELECT s FROM dm_private.recall_rerank(team, query, fused, pass_req, settings, hops) AS s);
+        -- neighbouring-turn context (optional stage, sql/52): off unless the profile sets context.weight
+        IF COALESCE((settings #>> '{context,weight}')::double precision, 0) > 0 THEN
+            scored := ARRAY(SELECT s FROM dm_private.recall_context_lift(team, scored, settings) AS s);
+        END IF;
+        IF pass = 1 THEN
+            timings := timings || pg_catalog.jsonb_build_object('rerank_ms', EXTRACT(EPOCH FROM pg_catalog.clock_timestamp() - mark) * 1000);
+            mark := pg_catalog.clock_timestamp();
+        END IF;
+        SELECT pg_catalog.array_agg(m.evidence_id ORDER BY m.mmr_rank) FILTER (WHERE m.mmr_rank IS NOT NULL),
+               CASE WHEN with_explain THEN pg_catalog.jsonb_agg(pg_catalog.to_jsonb(m) ORDER BY m.mmr_rank NULLS LAST) END
+        INTO ordered_ids, mmr_rows
+        FROM dm_private.recall_mmr(team, scored, settings, pass_want) AS m;
+        ordered_ids := COALESCE(ordered_ids, '{}');
+        IF pass = 1 THEN
+            timings := timings || pg_catalog.jsonb_build_object('mmr_ms', EXTRACT(EPOCH FROM pg_catalog.clock_timestamp() - mark) * 1000);
+            mark := pg_catalog.clock_timestamp();
+        END IF;
 
-    -- hydration under RLS (one bounded read), then the byte budget
-    FOR hydrated IN SELECT * FROM dm_private.recall_hydrate(team, ordered_ids, req) LOOP
-        contexts := contexts || pg_catalog.jsonb_build_object(hydrated.evidence_id::text,
-            pg_catalog.jsonb_build_object('evidence_id', hydrated.evidence_id, 'context', hydrated.context,
-                                          'source_id', hydrated.source_id,
-                                          'source_external_id', hydrated.source_external_id));
+        -- hydration under RLS (one bounded read), then the byte budget: one
+        -- statement builds the contexts in MMR order and their byte sizes
+        SELECT COALESCE(pg_catalog.jsonb_object_agg(h.evidence_id::text, pg_catalog.jsonb_build_object(
+                   'evidence_id', h.evidence_id, 'context', h.context, 'source_id', h.source_id,
+                   'source_external_id', h.source_external_id)) FILTER (WHERE h.evidence_id IS NOT NULL), '{}'::jsonb),
+               pg_catalog.array_agg(pg_catalog.octet_length(h.context) ORDER BY o.ord)
+        INTO pass_contexts, sizes
+        FROM pg_catalog.unnest(ordered_ids) WITH ORDINALITY AS o (id, ord)
+        LEFT JOIN dm_private.recall_hydrate(team, ordered_ids, pass_req) AS h ON h.evidence_id = o.id;
+        pass_kept := dm_private.recall_budget(ordered_ids, sizes, pass_want, pass_bytes);
+        pass_bytes := pass_bytes - COALESCE((SELECT pg_catalog.sum(pg_catalog.octet_length(pass_contexts #>> ARRAY[k.id::text, 'context']))
+                                             FROM pg_catalog.unnest(pass_kept) AS k (id)), 0)::integer;
+        kept := kept || pass_kept;
+        contexts := contexts || pass_contexts;
+        all_ordered := all_ordered || ordered_ids;
+        IF pass = 1 THEN
+            first_hits := ARRAY[pg_catalog.to_jsonb(fulltext_hits), pg_catalog.to_jsonb(exact_hits), pg_catalog.to_jsonb(vector_hits)];
+            first_fused := fused;
+            scored_all := scored;
+            first_scored := COALESCE(pg_catalog.cardinality(scored), 0);
+            first_mmr := mmr_rows;
+            timings := timings || pg_catalog.jsonb_build_object('hydrate_budget_ms', EXTRACT(EPOCH FROM pg_catalog.clock_timestamp() - mark) * 1000);
+        ELSE
+            scored_all := scored_all || ARRAY(SELECT s FROM pg_catalog.unnest(scored) AS s
+                                             WHERE s.evidence_id = ANY (pass_kept));
+            timings := timings || pg_catalog.jsonb_build_object('window_fallback_ms', EXTRACT(EPOCH FROM pg_catalog.clock_timestamp() - mark) * 1000);
+        END IF;
     END LOOP;
-    sizes := ARRAY(SELECT pg_catalog.octet_length(contexts #>> ARRAY[o.id::text, 'context'])
-                   FROM pg_catalog.unnest(ordered_ids) WITH ORDINALITY AS o (id, ord) ORDER BY o.ord);
-    kept := dm_private.recall_budget(ordered_ids, sizes, want, (req ->> 'max_context_bytes')::integer);
     results := COALESCE((SELECT pg_catalog.jsonb_agg(contexts -> k.id::text ORDER BY k.ord)
                          FROM pg_catalog.unnest(kept) WITH ORDINALITY AS k (id, ord)), '[]'::jsonb);
-    timings := timings || pg_catalog.jsonb_build_object('hydrate_budget_ms', EXTRACT(EPOCH FROM pg_catalog.clock_timestamp() - mark) * 1000);
     mark := pg_catalog.clock_timestamp();
 
     -- discovery paths (optional stage, after the direct results are chosen)
@@ -312,17 +383,18 @@ BEGIN
         'settings', settings,
         'vector_access_path', CASE WHEN vector_path IS NULL THEN NULL ELSE pg_catalog.to_jsonb(vector_path) END,
         'branches', pg_catalog.jsonb_build_object(
-            'fulltext', COALESCE((SELECT pg_catalog.jsonb_agg(pg_catalog.to_jsonb(h) ORDER BY h.branch_rank)
-                                  FROM pg_catalog.unnest(fulltext_hits) AS h), '[]'),
-            'exact', COALESCE((SELECT pg_catalog.jsonb_agg(pg_catalog.to_jsonb(h) ORDER BY h.branch_rank)
-                               FROM pg_catalog.unnest(exact_hits) AS h), '[]'),
-            'vector', COALESCE((SELECT pg_catalog.jsonb_agg(pg_catalog.to_jsonb(h) ORDER BY h.branch_rank)
-                                FROM pg_catalog.unnest(vector_hits) AS h), '[]')),
+            'fulltext', COALESCE((SELECT pg_catalog.jsonb_agg(h.item ORDER BY (h.item ->> 'branch_rank')::integer)
+                                  FROM pg_catalog.jsonb_array_elements(first_hits[1]) AS h (item)), '[]'),
+            'exact', COALESCE((SELECT pg_catalog.jsonb_agg(h.item ORDER BY (h.item ->> 'branch_rank')::integer)
+                               FROM pg_catalog.jsonb_array_elements(first_hits[2]) AS h (item)), '[]'),
+            'vector', COALESCE((SELECT pg_catalog.jsonb_agg(h.item ORDER BY (h.item ->> 'branch_rank')::integer)
+                                FROM pg_catalog.jsonb_array_elements(first_hits[3]) AS h (item)), '[]')),
         'fused', COALESCE((SELECT pg_catalog.jsonb_agg(pg_catalog.to_jsonb(f) ORDER BY f.fusion_rank)
-                           FROM pg_catalog.unnest(fused) AS f), '[]'),
+                           FROM pg_catalog.unnest(first_fused) AS f), '[]'),
         'scored', COALESCE((SELECT pg_catalog.jsonb_agg(pg_catalog.to_jsonb(s) - 'body_key' ORDER BY s.score_rank)
-                            FROM pg_catalog.unnest(scored) AS s), '[]'),
-        'mmr', COALESCE(mmr_rows, '[]'),
+                            FROM pg_catalog.unnest(scored_all[1:first_scored]) AS s), '[]'),
+        'mmr', COALESCE(first_mmr, '[]'),
+        'window_fallback', window_fallback,
         'results', COALESCE((
             SELECT pg_catalog.jsonb_agg(
                 pg_catalog.jsonb_build_object(
@@ -347,9 +419,10 @@ BEGIN
                     'score_rank', s.score_rank)
                 ORDER BY k.ord)
             FROM pg_catalog.unnest(kept) WITH ORDINALITY AS k (id, ord)
-            LEFT JOIN pg_catalog.unnest(scored) AS s ON s.evidence_id = k.id), '[]'),
+            LEFT JOIN LATERAL (SELECT x.* FROM pg_catalog.unnest(scored_all) AS x
+                               WHERE x.evidence_id = k.id LIMIT 1) AS s ON true), '[]'),
         'dropped_by_hydration', pg_catalog.to_jsonb(ARRAY(
-            SELECT o.id FROM pg_catalog.unnest(ordered_ids) AS o (id) WHERE NOT contexts ? o.id::text)),
+            SELECT DISTINCT o.id FROM pg_catalog.unnest(all_ordered) AS o (id) WHERE NOT contexts ? o.id::text)),
         'timings_ms', timings,
         'telemetry', telemetry);
     RETURN pg_catalog.jsonb_build_object('answer', answer, 'explain', explain);
