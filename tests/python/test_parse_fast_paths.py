@@ -352,3 +352,21 @@ def test_entity_and_predicate_lists_keep_the_first_ten(url: str, conn: psycopg.C
         "exact" if words.index(word) % 2 == 0 else "alias" for _, word in expected
     ]
     assert parsed["predicates"] == [f"p_{w}" for w in reversed(words)][:10]
+
+
+def test_new_helpers_follow_the_function_rules(conn: psycopg.Connection[Any]) -> None:
+    """search_path = '', a COMMENT ON, no PUBLIC execute, IMMUTABLE (pure helpers of the parse)."""
+    rows = conn.execute(
+        "SELECT p.oid::regprocedure::text, p.provolatile, "
+        "  COALESCE('search_path=\"\"' = ANY (p.proconfig), false), "
+        "  obj_description(p.oid, 'pg_proc') IS NOT NULL, "
+        "  NOT EXISTS (SELECT 1 FROM aclexplode(p.proacl) AS a WHERE a.grantee = 0) AND p.proacl IS NOT NULL "
+        "FROM pg_proc AS p WHERE p.pronamespace = 'dm_private'::regnamespace "
+        "  AND p.proname IN ('query_token_ngrams', 'query_fuzzy_keys', 'parse_first_ten') ORDER BY 1"
+    ).fetchall()
+    assert [r[0] for r in rows] == [
+        "dm_private.parse_first_ten(jsonb)",
+        "dm_private.query_fuzzy_keys(text[])",
+        "dm_private.query_token_ngrams(text[])",
+    ]
+    assert all(r[1:] == ("i", True, True, True) for r in rows)
