@@ -12,7 +12,6 @@ from typing import Any
 
 import psycopg
 import pytest
-
 from test_recall_support import ingest, make_team, recall, result_texts
 
 Conn = psycopg.Connection[Any]

@@ -12,7 +12,6 @@ import datetime as dt
 from typing import Any
 
 import psycopg
-
 from test_recall_support import explain, ingest, make_team, recall, result_texts
 
 Conn = psycopg.Connection[Any]
@@ -31,7 +30,8 @@ QUERY = "What were the garden plans last week?"
 
 def load(conn: Conn, name: str, rows: list[tuple[str, str]]) -> Any:
     team, profile = make_team(conn, name)
-    ingest(conn, team, profile, [{"text": t, "created_at": when, "memory_type": "semantic"} for when, t in rows])
+    items = [{"text": t, "created_at": when, "memory_type": "semantic"} for when, t in rows]
+    ingest(conn, team, profile, items)
     return team
 
 
