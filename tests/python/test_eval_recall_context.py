@@ -131,7 +131,8 @@ def test_evidence_without_a_source_group_is_untouched(admin_conn: psycopg.Connec
     )
     candidates = [(ids[0], 0.2, 0.9), (ids[1], 1.0, 0.8), (ids[2], 0.9, 0.5), (ids[3], 0.0, 0.4)]
     out = _lift(admin_conn, team, candidates, {"context": {"weight": 1.0, "radius": 5}})
-    assert [(row[0], row[1]) for row in out] == [(c[0], pytest.approx(c[2])) for c in candidates]
+    assert [row[0] for row in out] == [c[0] for c in candidates]
+    assert [row[1] for row in out] == pytest.approx([c[2] for c in candidates])
 
 
 def test_bad_weight_and_another_team_are_refused(admin_conn: psycopg.Connection[Any]) -> None:
@@ -149,11 +150,13 @@ def test_recall_memory_applies_the_stage_only_when_the_profile_enables_it(
     """Through dm.recall_memory: the reply after the best-matching question climbs over louder strangers."""
     from test_recall_support import recall, result_ids
 
-    admin_conn.execute(
-        "INSERT INTO dm_private.ranking_profiles (name, version, is_default, settings, description) "
-        "SELECT 'context_probe', 1, false, jsonb_set(settings, '{context}', '{\"weight\": 0.5}'), 'test' "
-        "FROM dm_private.ranking_profiles WHERE is_default"
-    )
+    for name, weight in (("context_probe", 0.5), ("context_off", 0)):
+        admin_conn.execute(
+            "INSERT INTO dm_private.ranking_profiles (name, version, is_default, settings, description) "
+            "SELECT %s, 1, false, jsonb_set(settings, '{context}', jsonb_build_object('weight', %s::float8)),"
+            " 'test' FROM dm_private.ranking_profiles WHERE is_default",
+            (name, weight),
+        )
     team, profile = make_team(admin_conn, "context-recall")
     turns = [
         ("s1", "Bob: how was the hiking trip to the glacier?"),
@@ -177,7 +180,9 @@ def test_recall_memory_applies_the_stage_only_when_the_profile_enables_it(
         for i, (group, text) in enumerate(turns)
     ]
     request = {"limit": 4, "now": "2026-01-01T00:00:00Z"}
-    plain = result_ids(recall(admin_conn, team, "hiking trip glacier", request=request))
+    plain = result_ids(
+        recall(admin_conn, team, "hiking trip glacier", request={**request, "ranking_profile": "context_off"})
+    )
     lifted = result_ids(
         recall(
             admin_conn, team, "hiking trip glacier", request={**request, "ranking_profile": "context_probe"}
