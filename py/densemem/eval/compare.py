@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from densemem.eval import metrics
 
@@ -65,8 +66,8 @@ class Interval:
 
 
 def paired_bootstrap(
-    base: Sequence[float],
-    candidate: Sequence[float],
+    base: Sequence[float] | npt.NDArray[np.float64],
+    candidate: Sequence[float] | npt.NDArray[np.float64],
     *,
     samples: int = DEFAULT_SAMPLES,
     seed: int = DEFAULT_SEED,
