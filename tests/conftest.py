@@ -103,8 +103,13 @@ def pgtap_connection(admin_url: str, template_url: str) -> Iterator[psycopg.Conn
     """pytest-pgtap runs every tests/pgtap/test_*.sql file on one migrated database.
 
     Each file wraps itself in BEGIN ... ROLLBACK, so files do not see each other's rows.
+    A file may load a shared fixture from tests/pgtap/fixtures/ with
+    pg_read_file(current_setting('densemem_test.pgtap_dir') || '/fixtures/NAME.sql').
     """
     url = create_database_from_template(admin_url)
     with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(
+            "SELECT set_config('densemem_test.pgtap_dir', %s, false)", (str(Path(__file__).parent / "pgtap"),)
+        )
         yield conn
     drop_database(admin_url, url)
