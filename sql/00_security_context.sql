@@ -75,8 +75,14 @@ BEGIN
         RAISE EXCEPTION 'team_id does not match the authenticated team'
             USING ERRCODE = '42501';
     END IF;
-    IF NOT pg_catalog.pg_has_role(session_user, 'densemem_app', 'MEMBER')
-       AND NOT EXISTS (
+    -- Two statements, not one: the grant check reads team_role_grants under
+    -- row-level security, so its cached plan is valid for one role only, and
+    -- a recall switches between the caller and densemem_searcher. The
+    -- service's login returns before that statement is ever planned.
+    IF pg_catalog.pg_has_role(session_user, 'densemem_app', 'MEMBER') THEN
+        RETURN current_team;
+    END IF;
+    IF NOT EXISTS (
            SELECT 1 FROM dm_private.team_role_grants AS g
            WHERE g.team_id = current_team AND g.role_name = session_user) THEN
         RAISE EXCEPTION 'role % is not granted team %', session_user, current_team
