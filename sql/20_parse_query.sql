@@ -187,8 +187,13 @@ BEGIN
                 v := pg_catalog.lower(v);
             END IF;
             CONTINUE WHEN v = '';
-            -- Mask what was accepted (rejected near-misses stay ordinary words).
-            masked := pg_catalog.replace(masked, raw, ' ');
+            -- Mask what was accepted, at its own position only (rejected
+            -- near-misses stay ordinary words): replacing every occurrence
+            -- would also blank the same characters inside a longer identifier
+            -- that a later grammar still has to find (/0/0 inside 0/0/0.a).
+            -- Same-length blanks keep masked aligned with t.
+            masked := pg_catalog.overlay(masked, pg_catalog.repeat(' ', pg_catalog.length(raw)),
+                                         found_at, pg_catalog.length(raw));
             CONTINUE WHEN (k || ':' || v) = ANY (seen);
             seen := seen || (k || ':' || v);
             anchors := anchors || pg_catalog.jsonb_build_object('kind', k, 'value', v, 'required', true);
