@@ -6,6 +6,8 @@
 --     vectors deleted (document_embeddings rows of every contract);
 --   * relationship_evidence links into it keep only the two IDs: the span
 --     offsets, which point into text that no longer exists, become NULL;
+--   * the team's BM25 statistics are compacted, so a lexeme only the erased
+--     text held leaves them;
 --   * a tombstone records the content hash, who and when (and the reason).
 -- A relationship that was active and is now supported only by erased
 -- evidence loses eligibility: it moves to status pending_evidence (tier
@@ -49,6 +51,10 @@ BEGIN
 
     -- Body '' and an empty tsvector, version bumped (pending by the contract).
     PERFORM dm_private.sync_evidence_documents(team, ARRAY[ev.evidence_id]);
+    -- The BM25 statistics hold the erased words as lexemes until their
+    -- entering and leaving deltas are folded: fold the team's now, so a word
+    -- no other document holds leaves the statistics in this transaction.
+    PERFORM dm.compact_search_statistics(team);
     DELETE FROM dm_private.document_embeddings AS v
     USING dm_private.search_documents AS d
     WHERE v.team_id = team AND d.team_id = team
