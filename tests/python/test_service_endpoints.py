@@ -9,12 +9,14 @@ from missing), and no B identifier appears anywhere in A's answers.
 from __future__ import annotations
 
 import re
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
+import psycopg
 import pytest
 from service_support import (
     FakeHashingEmbedder,
@@ -485,3 +487,52 @@ def _all_ids_of(a: Team, module_db: str) -> set[str]:
             {"t": team_id},
         ).fetchall()
     return {r[0] for r in rows}
+
+
+def test_evidence_writes_fold_the_teams_bm25_statistics(teams: tuple[Team, Team], module_db: str) -> None:
+    """The service folds the team's statistic deltas after each evidence write (a background task
+    in its own transaction), so reads never sum a growing pile; the folded counts stay exact."""
+    a, _ = teams
+    written = a.client.post(
+        "/v1/evidence",
+        json={
+            "items": [
+                {
+                    "text": "Quokkas photobomb the zeppelin hangar.",
+                    "source": {"external_id": "team-a-fold-1", "kind": "chat"},
+                }
+            ]
+        },
+    )
+    assert written.status_code == 201, written.text
+    evidence_id = written.json()["evidence_ids"][0]
+    with psycopg.connect(module_db, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT team_id FROM dm_private.evidence WHERE evidence_id = %s", (evidence_id,)
+        ).fetchone()
+        assert row is not None
+        team_id = row[0]
+        pending = -1
+        for _ in range(100):
+            pending_row = conn.execute(
+                "SELECT count(*) FROM dm_private.search_statistics_deltas WHERE team_id = %s", (team_id,)
+            ).fetchone()
+            assert pending_row is not None
+            pending = int(pending_row[0])
+            if pending == 0:
+                break
+            time.sleep(0.05)
+        assert pending == 0, "the background compaction did not fold the team's deltas"
+        folded = conn.execute(
+            "SELECT document_count FROM dm_private.search_term_statistics"
+            " WHERE team_id = %s AND lexeme = 'quokka'",
+            (team_id,),
+        ).fetchone()
+        recount = conn.execute(
+            "SELECT count(*) FROM dm_private.search_documents AS d"
+            " WHERE d.team_id = %s AND d.subject_kind = 'evidence' AND d.is_recallable"
+            " AND d.search_vector @@ 'quokka'::tsquery",
+            (team_id,),
+        ).fetchone()
+        assert folded is not None and recount is not None
+        assert folded[0] == recount[0] == 1

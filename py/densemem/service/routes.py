@@ -10,6 +10,7 @@ byte-identical JSON.
 from __future__ import annotations
 
 import hashlib
+import logging
 import time
 import uuid
 from collections import OrderedDict
@@ -21,6 +22,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 from pydantic import BaseModel, ValidationError
+from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
@@ -145,8 +147,10 @@ def dump(model: BaseModel, *, exclude: set[str] | None = None) -> dict[str, Any]
     return model.model_dump(mode="json", exclude_none=True, exclude=exclude)
 
 
-def json_response(text: str | None, status: int = 200) -> Response:
-    return Response(text if text is not None else "null", status_code=status, media_type=JSON)
+def json_response(text: str | None, status: int = 200, background: BackgroundTask | None = None) -> Response:
+    return Response(
+        text if text is not None else "null", status_code=status, media_type=JSON, background=background
+    )
 
 
 async def run(
@@ -205,6 +209,28 @@ EXPLAIN_SQL = (
 TRACE_SQL = "SELECT (dm.trace_memory(%(relationship_id)s, %(team_id)s))::text"
 INGEST_SQL = "SELECT pg_catalog.to_jsonb(dm.ingest_evidence(%(team_id)s, %(items)s))"
 FEEDBACK_SQL = "SELECT dm.record_feedback(%(team_id)s, %(feedback)s)"
+COMPACT_STATISTICS_SQL = "SELECT dm.compact_search_statistics(%(team_id)s)"
+
+log = logging.getLogger(__name__)
+
+
+def compact_statistics_after(request: Request) -> BackgroundTask:
+    """Folds the team's BM25 statistic deltas after the response, in a transaction of its own.
+
+    Every evidence write appends deltas (exact, and free of hot-row locks on the write path);
+    reads sum the pending ones, so they must not pile up. Folding after each write keeps the
+    read cheap; a failure is logged and retried by the next write, never reported to the caller,
+    whose write is already committed.
+    """
+    key = require_key(request)
+
+    async def compact() -> None:
+        try:
+            await run(request, COMPACT_STATISTICS_SQL, {}, api_key=key)
+        except Exception:  # housekeeping: the write it follows is committed
+            log.warning("compacting search statistics failed; the next write retries", exc_info=True)
+
+    return BackgroundTask(compact)
 
 
 def recall_params(body: models.RecallRequest, embedding: str | None) -> dict[str, Any]:
@@ -242,7 +268,7 @@ async def trace(request: Request) -> Response:
 async def ingest_evidence(request: Request) -> Response:
     body = await parse_body(request, models.IngestEvidenceRequest)
     ids = await run(request, INGEST_SQL, {"items": Jsonb(dump(body)["items"])})
-    return json_response(_json({"evidence_ids": ids}), 201)
+    return json_response(_json({"evidence_ids": ids}), 201, background=compact_statistics_after(request))
 
 
 async def upsert_entities(request: Request) -> Response:
@@ -299,7 +325,8 @@ async def move_evidence(request: Request) -> Response:
     body = await parse_body(request, models.EvidenceMoveRequest)
     statement = "SELECT dm.move_evidence(%(team_id)s, %(evidence_id)s, %(move)s, %(reason)s) IS NULL"
     await run(request, statement, {"evidence_id": evidence_id, "move": body.move, "reason": body.reason})
-    return json_response(_json({"evidence_id": str(evidence_id), "move": body.move}))
+    answer = _json({"evidence_id": str(evidence_id), "move": body.move})
+    return json_response(answer, background=compact_statistics_after(request))
 
 
 async def erase_evidence(request: Request) -> Response:
