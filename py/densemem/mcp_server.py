@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 import uuid
@@ -34,6 +35,7 @@ from densemem.service.auth import call_as_key, team_of_key
 from densemem.service.embedding import QueryEmbedder, load_query_embedder, vector_literal
 from densemem.service.errors import ApiError
 from densemem.service.routes import (
+    COMPACT_STATISTICS_SQL,
     FEEDBACK_SQL,
     INGEST_SQL,
     RECALL_SQL,
@@ -43,6 +45,8 @@ from densemem.service.routes import (
     recall_params,
     validation_error,
 )
+
+log = logging.getLogger(__name__)
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
@@ -97,6 +101,12 @@ class MemoryClient:
     def remember(self, items: list[dict[str, Any]]) -> list[str]:
         body = _parse(models.IngestEvidenceRequest, {"items": items})
         ids = self._call(INGEST_SQL, {"items": Jsonb(dump(body)["items"])})
+        # The write is committed; folding its BM25 deltas is housekeeping in a
+        # transaction of its own, retried by the next write if it fails.
+        try:
+            self._call(COMPACT_STATISTICS_SQL, {})
+        except Exception:
+            log.warning("compacting search statistics failed; the next write retries", exc_info=True)
         return [str(value) for value in ids]
 
     def feedback(self, feedback: dict[str, Any]) -> str:

@@ -70,6 +70,12 @@ def ingest_batch(
     return list(row["ids"]) if row else []
 
 
+def compact_statistics(conn: psycopg.Connection[Any], team_id: uuid.UUID) -> None:
+    """dm.compact_search_statistics as the team: folds the BM25 deltas the batches appended."""
+    with acting_as(conn, Principal(team_id=team_id)) as cur:
+        cur.execute("SELECT dm.compact_search_statistics(%(team)s)", {"team": team_id})
+
+
 def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """Evidence items, one JSON object per line, validated by the same model as POST /v1/evidence."""
     with path.open(encoding="utf-8") as handle:
@@ -175,6 +181,7 @@ def _ingest(args: argparse.Namespace, settings: Settings) -> int:
                 if batch:
                     stored += len(ingest_batch(conn, team_id, profile_id, batch))
                     bar.update(len(batch))
+            compact_statistics(conn, team_id)
         except (ValueError, psycopg.Error) as error:
             print(f"densemem ingest: {error} ({stored} items stored before the error)", file=sys.stderr)
             return 1

@@ -83,6 +83,10 @@ def test_ingest_recall_trace_as_the_team(db_url: str, tmp_path: Path) -> None:
         + "\n"
     )
     assert run(db_url, "ingest", str(other), "--team", "globex", "--profile", "zoe").returncode == 0
+    # the ingest folded the BM25 statistic deltas it appended
+    with psycopg.connect(db_url, autocommit=True) as conn:
+        pending = conn.execute("SELECT count(*) FROM dm_private.search_statistics_deltas").fetchone()
+    assert pending == (0,)
     recalled = run(db_url, "recall", "who works on Dense-Mem?", "--team", "acme", "--limit", "5")
     assert recalled.returncode == 0, recalled.stderr
     answer = json.loads(recalled.stdout)
