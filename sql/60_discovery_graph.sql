@@ -503,20 +503,31 @@ BEGIN
 
     RETURN QUERY
     WITH links AS (
-        -- Entities each candidate evidence supports through eligible relationships.
-        SELECT DISTINCT re.evidence_id, ends.entity_id
-        FROM dm_private.relationship_evidence AS re
-        JOIN dm_private.relationships AS r
-          ON r.team_id = re.team_id AND r.relationship_id = re.relationship_id
-        JOIN dm_private.profiles AS p ON p.team_id = r.team_id AND p.profile_id = r.owner_profile_id
-        CROSS JOIN LATERAL (VALUES (r.subject_entity_id), (r.object_entity_id)) AS ends (entity_id)
-        WHERE re.team_id = proximity_team
-          AND re.evidence_id = ANY(entity_proximity.evidence_ids)
-          AND re.accepted
-          AND r.status = 'active' AND r.tier IN ('validated_claim', 'fact')
-          AND (r.known_to IS NULL OR r.known_to > pg_catalog.now())
-          AND p.state = 'active'
-          AND ends.entity_id IS NOT NULL
+        -- Entities each candidate evidence supports through eligible
+        -- relationships: the first fan_out of them by relationship_id per
+        -- evidence (LATERAL ... LIMIT on the (team, evidence, relationship)
+        -- index), so evidence supporting thousands of relationships is read
+        -- no further than any other, and the cut is deterministic.
+        SELECT DISTINCT l.evidence_id, ends.entity_id
+        FROM (SELECT DISTINCT u.evidence_id FROM pg_catalog.unnest(entity_proximity.evidence_ids) AS u (evidence_id))
+            AS e
+        CROSS JOIN LATERAL (
+            SELECT re.evidence_id, r.subject_entity_id, r.object_entity_id
+            FROM dm_private.relationship_evidence AS re
+            JOIN dm_private.relationships AS r
+              ON r.team_id = re.team_id AND r.relationship_id = re.relationship_id
+            JOIN dm_private.profiles AS p ON p.team_id = r.team_id AND p.profile_id = r.owner_profile_id
+            WHERE re.team_id = proximity_team
+              AND re.evidence_id = e.evidence_id
+              AND re.accepted
+              AND r.status = 'active' AND r.tier IN ('validated_claim', 'fact')
+              AND (r.known_to IS NULL OR r.known_to > pg_catalog.now())
+              AND p.state = 'active'
+            ORDER BY re.relationship_id
+            LIMIT fan_out
+        ) AS l
+        CROSS JOIN LATERAL (VALUES (l.subject_entity_id), (l.object_entity_id)) AS ends (entity_id)
+        WHERE ends.entity_id IS NOT NULL
     ),
     from_seeds AS (
         SELECT s.entity_id, 0 AS dist

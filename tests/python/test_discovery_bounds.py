@@ -297,3 +297,40 @@ def test_proximity_terminates_on_the_hub(app: psycopg.Connection[Any]) -> None:
     ).fetchall()
     assert rows, "evidence supporting hub edges is near the hub"
     assert all(0 <= hops <= 2 for _e, hops in rows)
+
+
+def test_proximity_reads_at_most_fan_out_links_of_one_evidence(app: psycopg.Connection[Any]) -> None:
+    """An evidence row supporting many relationships is read only as far as the discovery fan-out
+    (the first links by relationship_id): a spoke linked to it only through a later link is one
+    hop away (through the hub), not zero."""
+    fan_out = app.execute(
+        "SELECT (settings #>> '{discovery,fan_out}')::integer"
+        " FROM dm_private.ranking_profiles WHERE is_default"
+    ).fetchone()
+    assert fan_out is not None and fan_out[0] is not None
+    busiest = app.execute(
+        "SELECT re.evidence_id, count(*) FROM dm_private.relationship_evidence AS re"
+        " WHERE re.team_id = %s GROUP BY re.evidence_id ORDER BY count(*) DESC, re.evidence_id LIMIT 1",
+        (TEAM,),
+    ).fetchone()
+    assert busiest is not None and busiest[1] > 2 * fan_out[0], (
+        "the fixture needs an evidence with many links"
+    )
+    evidence_id = busiest[0]
+    hub = node(TEAM, "0")
+    # its last hub edge (hub -> spoke) by relationship_id: beyond the fan-out
+    last = app.execute(
+        "SELECT r.object_entity_id FROM dm_private.relationship_evidence AS re"
+        " JOIN dm_private.relationships AS r"
+        " ON r.team_id = re.team_id AND r.relationship_id = re.relationship_id"
+        " WHERE re.team_id = %s AND re.evidence_id = %s AND r.subject_entity_id = %s"
+        " ORDER BY re.relationship_id DESC LIMIT 1",
+        (TEAM, evidence_id, hub),
+    ).fetchone()
+    assert last is not None
+    spoke = last[0]
+    rows = app.execute(
+        "SELECT evidence_id, hops FROM dm_private.entity_proximity(%s, %s::uuid[], %s::uuid[], 2)",
+        (TEAM, [spoke], [evidence_id]),
+    ).fetchall()
+    assert rows == [(evidence_id, 1)]
