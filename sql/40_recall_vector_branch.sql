@@ -167,8 +167,6 @@ DECLARE
     statement text;
     q public.halfvec;
     hits dm_private.recall_branch_hit [];
-    attempt integer;
-    prefix bigint;
     seen bigint;
     valid_at timestamptz;
     known_at timestamptz;
@@ -225,24 +223,59 @@ BEGIN
     scopes := dm_private.authenticated_scopes();
     IF path = 'exact' THEN
         -- Static SQL (a cached plan; no literal is needed since no partial
-        -- index is involved): the same statement recall_vector_sql shows.
-        -- First the nearest 4 x cap by distance alone, then, if eligibility
-        -- left fewer than cap, every vector of the team.
-        FOR attempt IN 1..2 LOOP
-            prefix := CASE WHEN attempt = 1 THEN cap * 4 END;
-            WITH nearest AS MATERIALIZED (
-                SELECT e.document_id, e.document_version, e.source_version,
-                       e.embedding OPERATOR(public.<=>) q AS distance
-                FROM dm_private.document_embeddings AS e
-                WHERE e.team_id = team AND e.contract_id = chosen.contract_id
-                ORDER BY distance
-                LIMIT prefix),
-            scored AS (
-                SELECT d.document_id, d.subject_id, n.distance
-                FROM nearest AS n
-                JOIN dm_private.search_documents AS d ON d.team_id = team AND d.document_id = n.document_id
-                WHERE d.document_version = n.document_version
-                  AND d.source_version = n.source_version
+        -- index is involved). First the nearest 4 x cap by distance alone;
+        -- the same statement recall_vector_sql shows. Only when eligibility
+        -- left fewer than cap of them (a time window, filters, many known
+        -- ids), the eligible documents first and the distance of their
+        -- vectors only: the same rows in the same order as sorting every
+        -- vector of the team, without computing and sorting the distances
+        -- of documents the filters reject (a window that matches few turns
+        -- costs a few distances, not the team's).
+        WITH nearest AS MATERIALIZED (
+            SELECT e.document_id, e.document_version, e.source_version,
+                   e.embedding OPERATOR(public.<=>) q AS distance
+            FROM dm_private.document_embeddings AS e
+            WHERE e.team_id = team AND e.contract_id = chosen.contract_id
+            ORDER BY distance
+            LIMIT cap * 4),
+        scored AS (
+            SELECT d.document_id, d.subject_id, n.distance
+            FROM nearest AS n
+            JOIN dm_private.search_documents AS d ON d.team_id = team AND d.document_id = n.document_id
+            WHERE d.document_version = n.document_version
+              AND d.source_version = n.source_version
+              AND d.subject_kind = 'evidence'
+              AND d.is_recallable
+              AND d.owner_profile_id <> ALL (disabled)
+              AND (d.valid_from IS NULL OR d.valid_from <= valid_at)
+              AND (d.valid_to IS NULL OR d.valid_to > valid_at)
+              AND (d.known_from IS NULL OR d.known_from <= known_at)
+              AND (d.known_to IS NULL OR d.known_to > known_at)
+              AND d.policy_labels <@ scopes
+              AND (source_groups IS NULL OR d.source_group = ANY (source_groups))
+              AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
+              AND (created_after IS NULL OR d.source_created_at >= created_after)
+              AND (created_before IS NULL OR d.source_created_at < created_before)
+              AND (NOT has_window OR (d.source_created_at IS NOT NULL
+                                      AND (window_from IS NULL OR d.source_created_at >= window_from)
+                                      AND (window_to IS NULL OR d.source_created_at <= window_to)))
+              AND d.subject_id <> ALL (known_ids)
+            ORDER BY n.distance, d.subject_id
+            LIMIT cap)
+        SELECT ARRAY(
+                   SELECT ROW('vector', s.document_id, s.subject_id,
+                              (pg_catalog.row_number() OVER (ORDER BY s.distance, s.subject_id))::integer,
+                              s.distance::double precision)::dm_private.recall_branch_hit
+                   FROM scored AS s
+                   ORDER BY s.distance, s.subject_id),
+               (SELECT pg_catalog.count(*) FROM nearest)
+        INTO hits, seen;
+        -- a team with fewer vectors than the prefix has had every vector checked already
+        IF pg_catalog.cardinality(hits) < cap AND seen >= cap * 4 THEN
+            WITH eligible AS MATERIALIZED (
+                SELECT d.document_id, d.subject_id, d.document_version, d.source_version
+                FROM dm_private.search_documents AS d
+                WHERE d.team_id = team
                   AND d.subject_kind = 'evidence'
                   AND d.is_recallable
                   AND d.owner_profile_id <> ALL (disabled)
@@ -258,21 +291,24 @@ BEGIN
                   AND (NOT has_window OR (d.source_created_at IS NOT NULL
                                           AND (window_from IS NULL OR d.source_created_at >= window_from)
                                           AND (window_to IS NULL OR d.source_created_at <= window_to)))
-                  AND d.subject_id <> ALL (known_ids)
-                ORDER BY n.distance, d.subject_id
+                  AND d.subject_id <> ALL (known_ids)),
+            scored AS (
+                SELECT el.document_id, el.subject_id, e.embedding OPERATOR(public.<=>) q AS distance
+                FROM eligible AS el
+                JOIN dm_private.document_embeddings AS e
+                  ON e.team_id = team AND e.document_id = el.document_id AND e.contract_id = chosen.contract_id
+                WHERE e.document_version = el.document_version
+                  AND e.source_version = el.source_version
+                ORDER BY distance, el.subject_id
                 LIMIT cap)
             SELECT ARRAY(
                        SELECT ROW('vector', s.document_id, s.subject_id,
                                   (pg_catalog.row_number() OVER (ORDER BY s.distance, s.subject_id))::integer,
                                   s.distance::double precision)::dm_private.recall_branch_hit
                        FROM scored AS s
-                       ORDER BY s.distance, s.subject_id),
-                   (SELECT pg_catalog.count(*) FROM nearest)
-            INTO hits, seen;
-            -- a second pass only when the prefix was full: a team with fewer
-            -- vectors than the prefix has had every vector checked already
-            EXIT WHEN pg_catalog.cardinality(hits) >= cap OR seen < prefix;
-        END LOOP;
+                       ORDER BY s.distance, s.subject_id)
+            INTO hits;
+        END IF;
     ELSE
         statement := dm_private.recall_vector_sql(team, chosen.contract_id, chosen.dimensions, path);
         EXECUTE 'SELECT pg_catalog.array_agg(ROW(h.branch, h.document_id, h.evidence_id, h.branch_rank, h.branch_score)'
