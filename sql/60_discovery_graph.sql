@@ -516,13 +516,13 @@ BEGIN
             FROM dm_private.relationship_evidence AS re
             JOIN dm_private.relationships AS r
               ON r.team_id = re.team_id AND r.relationship_id = re.relationship_id
-            JOIN dm_private.profiles AS p ON p.team_id = r.team_id AND p.profile_id = r.owner_profile_id
             WHERE re.team_id = proximity_team
               AND re.evidence_id = e.evidence_id
               AND re.accepted
+              AND r.team_id = proximity_team
               AND r.status = 'active' AND r.tier IN ('validated_claim', 'fact')
               AND (r.known_to IS NULL OR r.known_to > pg_catalog.now())
-              AND p.state = 'active'
+              AND r.owner_profile_id <> ALL(inactive_owners)
             ORDER BY re.relationship_id
             LIMIT fan_out
         ) AS l
