@@ -316,12 +316,13 @@ BEGIN
     IF pg_catalog.jsonb_typeof(req) <> 'object' THEN
         RAISE EXCEPTION 'request must be a JSON object' USING ERRCODE = '22023';
     END IF;
-    PERFORM 1 FROM pg_catalog.jsonb_object_keys(req) AS k (key)
-    WHERE k.key <> ALL (ARRAY['limit', 'max_context_bytes', 'valid_at', 'known_at', 'now', 'filters',
-                              'known_evidence_ids', 'known_relationship_ids', 'expand_from_entity_ids',
-                              'include_hypotheses', 'anchors', 'phrases', 'time_window', 'temporal_intent',
-                              'usage_snapshot_id', 'ranking_profile']);
-    IF FOUND THEN
+    -- Unknown keys: what is left after removing the known ones (an
+    -- expression, not a statement; the message lists them in a statement
+    -- only on the error path).
+    IF req OPERATOR(pg_catalog.-) ARRAY['limit', 'max_context_bytes', 'valid_at', 'known_at', 'now', 'filters',
+                                        'known_evidence_ids', 'known_relationship_ids', 'expand_from_entity_ids',
+                                        'include_hypotheses', 'anchors', 'phrases', 'time_window', 'temporal_intent',
+                                        'usage_snapshot_id', 'ranking_profile'] <> '{}'::jsonb THEN
         RAISE EXCEPTION 'unknown request field(s): %',
             (SELECT pg_catalog.string_agg(k.key, ', ' ORDER BY k.key) FROM pg_catalog.jsonb_object_keys(req) AS k (key)
              WHERE k.key <> ALL (ARRAY['limit', 'max_context_bytes', 'valid_at', 'known_at', 'now', 'filters',
@@ -361,9 +362,8 @@ BEGIN
     IF pg_catalog.jsonb_typeof(filters) <> 'object' THEN
         RAISE EXCEPTION 'filters must be a JSON object' USING ERRCODE = '22023';
     END IF;
-    PERFORM 1 FROM pg_catalog.jsonb_object_keys(filters) AS k (key)
-    WHERE k.key <> ALL (ARRAY['source_group', 'memory_type', 'created_after', 'created_before']);
-    IF FOUND THEN
+    IF filters OPERATOR(pg_catalog.-) ARRAY['source_group', 'memory_type', 'created_after', 'created_before']
+       <> '{}'::jsonb THEN
         RAISE EXCEPTION 'unknown filter key(s): %',
             (SELECT pg_catalog.string_agg(k.key, ', ' ORDER BY k.key) FROM pg_catalog.jsonb_object_keys(filters) AS k (key)
              WHERE k.key <> ALL (ARRAY['source_group', 'memory_type', 'created_after', 'created_before']))

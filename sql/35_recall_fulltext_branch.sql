@@ -73,6 +73,10 @@ LANGUAGE plpgsql
 STABLE
 SECURITY DEFINER
 SET search_path = ''
+-- one generic plan per session: with the passes' switches (small_team,
+-- all_pass_needed) folded, custom plans always look cheaper, and planning
+-- this statement on every call costs more than running it for a small team
+SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
     team constant uuid := dm_private.require_team(recall_fulltext_candidates.team_id);
@@ -90,6 +94,8 @@ DECLARE
     term_count integer;
     rarest_df numeric;
     all_pass_needed boolean;
+    team_documents double precision;
+    small_team boolean;
     average_length double precision;
     valid_at timestamptz := (req ->> 'valid_at')::timestamptz;
     known_at timestamptz := (req ->> 'known_at')::timestamptz;
@@ -161,8 +167,9 @@ BEGIN
                FILTER (WHERE o.position = 1 OR o.running_df <= budget)::tsquery,
            (SELECT GREATEST(x.total_length / x.documents, 1.0) FROM totals AS x),
            pg_catalog.min(o.df),
-           (SELECT pg_catalog.count(*) FROM terms)
-    INTO term_queries, idfs, scan_q, average_length, rarest_df, query_lexemes
+           (SELECT pg_catalog.count(*) FROM terms),
+           (SELECT x.documents FROM totals AS x)
+    INTO term_queries, idfs, scan_q, average_length, rarest_df, query_lexemes, team_documents
     FROM ordered AS o;
     term_count := COALESCE(pg_catalog.cardinality(term_queries), 0);
     -- The any-term pass (as recall_tsqueries' any_terms): only with or_terms,
@@ -178,12 +185,45 @@ BEGIN
     -- heap, not two.
     all_pass_needed := scan_q IS NULL OR rarest_df > budget
                        OR pg_catalog.strpos(all_q::text, '|') > 0;
+    -- At most `budget` recallable documents in the team (the exact count of
+    -- the statistics above): read them through the team's btree range and
+    -- test the match on each (team_pass below), instead of the GIN index.
+    small_team := team_documents <= budget;
 
     RETURN QUERY
-        WITH any_pass AS MATERIALIZED (
+        -- A team with at most `budget` recallable documents: its own rows
+        -- through the team's btree range, the match tested on each, rather
+        -- than the GIN index, whose posting lists of common lexemes span
+        -- every team. No LIMIT can cut (the team holds at most budget
+        -- eligible documents), so both ways give the same rows.
+        WITH team_pass AS MATERIALIZED (
+            SELECT d.document_id, d.subject_id, d.search_vector
+            FROM dm_private.search_documents AS d
+            WHERE small_team
+              AND d.team_id = team
+              AND d.subject_kind = 'evidence'
+              AND d.is_recallable
+              AND d.owner_profile_id <> ALL (disabled)
+              AND (d.valid_from IS NULL OR d.valid_from <= valid_at)
+              AND (d.valid_to IS NULL OR d.valid_to > valid_at)
+              AND (d.known_from IS NULL OR d.known_from <= known_at)
+              AND (d.known_to IS NULL OR d.known_to > known_at)
+              AND d.policy_labels <@ scopes
+              AND (source_groups IS NULL OR d.source_group = ANY (source_groups))
+              AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
+              AND (created_after IS NULL OR d.source_created_at >= created_after)
+              AND (created_before IS NULL OR d.source_created_at < created_before)
+              AND (NOT has_window OR (d.source_created_at IS NOT NULL
+                                      AND (window_from IS NULL OR d.source_created_at >= window_from)
+                                      AND (window_to IS NULL OR d.source_created_at <= window_to)))
+              AND d.subject_id <> ALL (known_ids)
+            LIMIT budget
+        ),
+        any_pass AS MATERIALIZED (
             SELECT d.document_id, d.subject_id, d.search_vector
             FROM dm_private.search_documents AS d
             WHERE scan_q IS NOT NULL
+              AND NOT small_team
               AND d.team_id = team
               AND d.search_vector @@ scan_q
               AND d.subject_kind = 'evidence'
@@ -208,6 +248,7 @@ BEGIN
             SELECT d.document_id, d.subject_id, d.search_vector
             FROM dm_private.search_documents AS d
             WHERE all_pass_needed
+              AND NOT small_team
               AND d.team_id = team
               AND d.search_vector @@ all_q
               AND d.subject_kind = 'evidence'
@@ -233,6 +274,12 @@ BEGIN
             UNION ALL
             SELECT a.document_id, a.subject_id, a.search_vector FROM any_pass AS a
             WHERE NOT EXISTS (SELECT 1 FROM all_pass AS b WHERE b.document_id = a.document_id)
+            UNION ALL
+            -- the small team's documents matching either pass (no LIMIT cut
+            -- either pass, so this is the same set)
+            SELECT t.document_id, t.subject_id, t.search_vector FROM team_pass AS t
+            WHERE (all_pass_needed AND t.search_vector @@ all_q)
+               OR (scan_q IS NOT NULL AND t.search_vector @@ scan_q)
         ),
         term_frequencies AS (
             -- ts_rank of a one-lexeme query with unit weights is

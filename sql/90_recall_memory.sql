@@ -62,7 +62,12 @@ BEGIN
     IF parsed IS NULL OR pg_catalog.jsonb_typeof(parsed) <> 'object' THEN
         RETURN merged;
     END IF;
-    IF NOT COALESCE(request, '{}'::jsonb) ? 'anchors' AND pg_catalog.jsonb_typeof(parsed -> 'anchors') = 'array' THEN
+    -- (an empty list from the parse, the common case, is laid down without
+    -- a statement: the aggregate over no element gives the same '[]')
+    IF NOT COALESCE(request, '{}'::jsonb) ? 'anchors' AND pg_catalog.jsonb_typeof(parsed -> 'anchors') = 'array'
+       AND pg_catalog.jsonb_array_length(parsed -> 'anchors') = 0 THEN
+        merged := merged || '{"anchors": []}'::jsonb;
+    ELSIF NOT COALESCE(request, '{}'::jsonb) ? 'anchors' AND pg_catalog.jsonb_typeof(parsed -> 'anchors') = 'array' THEN
         merged := merged || pg_catalog.jsonb_build_object('anchors', COALESCE((
             SELECT pg_catalog.jsonb_agg(a.item ->> 'value' ORDER BY a.ord)
             FROM pg_catalog.jsonb_array_elements(parsed -> 'anchors') WITH ORDINALITY AS a (item, ord)
@@ -70,7 +75,10 @@ BEGIN
               AND COALESCE((a.item ->> 'required')::boolean, false)
               AND COALESCE(pg_catalog.btrim(a.item ->> 'value'), '') <> ''), '[]'::jsonb));
     END IF;
-    IF NOT COALESCE(request, '{}'::jsonb) ? 'phrases' AND pg_catalog.jsonb_typeof(parsed -> 'phrases') = 'array' THEN
+    IF NOT COALESCE(request, '{}'::jsonb) ? 'phrases' AND pg_catalog.jsonb_typeof(parsed -> 'phrases') = 'array'
+       AND pg_catalog.jsonb_array_length(parsed -> 'phrases') = 0 THEN
+        merged := merged || '{"phrases": []}'::jsonb;
+    ELSIF NOT COALESCE(request, '{}'::jsonb) ? 'phrases' AND pg_catalog.jsonb_typeof(parsed -> 'phrases') = 'array' THEN
         merged := merged || pg_catalog.jsonb_build_object('phrases', COALESCE((
             SELECT pg_catalog.jsonb_agg(p.item #>> '{}' ORDER BY p.ord)
             FROM pg_catalog.jsonb_array_elements(parsed -> 'phrases') WITH ORDINALITY AS p (item, ord)
@@ -88,11 +96,15 @@ BEGIN
        AND parsed #>> '{time,intent}' IN ('latest', 'earliest') THEN
         merged := merged || pg_catalog.jsonb_build_object('temporal_intent', parsed #>> '{time,intent}');
     END IF;
-    merged := merged || pg_catalog.jsonb_build_object('parsed_entity_ids', COALESCE((
-        SELECT pg_catalog.jsonb_agg(DISTINCT x.item ->> 'entity_id')
-        FROM pg_catalog.jsonb_array_elements(CASE WHEN pg_catalog.jsonb_typeof(parsed -> 'entities') = 'array'
-                                                  THEN parsed -> 'entities' ELSE '[]'::jsonb END) AS x (item)
-        WHERE x.item ->> 'entity_id' ~ '^[0-9a-fA-F-]{36}$'), '[]'::jsonb));
+    IF pg_catalog.jsonb_typeof(parsed -> 'entities') IS DISTINCT FROM 'array'
+       OR pg_catalog.jsonb_array_length(parsed -> 'entities') = 0 THEN
+        merged := merged || '{"parsed_entity_ids": []}'::jsonb;
+    ELSE
+        merged := merged || pg_catalog.jsonb_build_object('parsed_entity_ids', COALESCE((
+            SELECT pg_catalog.jsonb_agg(DISTINCT x.item ->> 'entity_id')
+            FROM pg_catalog.jsonb_array_elements(parsed -> 'entities') AS x (item)
+            WHERE x.item ->> 'entity_id' ~ '^[0-9a-fA-F-]{36}$'), '[]'::jsonb));
+    END IF;
     RETURN merged;
 END
 $$;
@@ -215,7 +227,14 @@ BEGIN
                 IF NOT 'fulltext' = ANY (degraded) THEN degraded := degraded || 'fulltext'::text; END IF;
             END;
         END IF;
-        exact_hits := ARRAY(SELECT h FROM dm_private.recall_exact_candidates(team, pass_req, settings) AS h);
+        -- exact branch: only when the request (or the parse) names anchors or
+        -- phrases; without either it returns no row, so it is not called
+        IF pg_catalog.jsonb_array_length(pass_req -> 'anchors') > 0
+           OR pg_catalog.jsonb_array_length(pass_req -> 'phrases') > 0 THEN
+            exact_hits := ARRAY(SELECT h FROM dm_private.recall_exact_candidates(team, pass_req, settings) AS h);
+        ELSE
+            exact_hits := '{}';
+        END IF;
         IF pass = 1 THEN
             timings := timings || pg_catalog.jsonb_build_object('fulltext_ms', EXTRACT(EPOCH FROM pg_catalog.clock_timestamp() - mark) * 1000);
             mark := pg_catalog.clock_timestamp();
@@ -316,17 +335,25 @@ BEGIN
                                              FROM pg_catalog.unnest(pass_kept) AS k (id)), 0)::integer;
         kept := kept || pass_kept;
         contexts := contexts || pass_contexts;
-        all_ordered := all_ordered || ordered_ids;
+        -- what only explain shows (branch hits as JSON, fused and scored
+        -- candidates) is kept only when explaining: converting and copying
+        -- them cost every recall a few hundred composite values
+        IF with_explain THEN
+            all_ordered := all_ordered || ordered_ids;
+            IF pass = 1 THEN
+                first_hits := ARRAY[pg_catalog.to_jsonb(fulltext_hits), pg_catalog.to_jsonb(exact_hits), pg_catalog.to_jsonb(vector_hits)];
+                first_fused := fused;
+                scored_all := scored;
+                first_scored := COALESCE(pg_catalog.cardinality(scored), 0);
+                first_mmr := mmr_rows;
+            ELSE
+                scored_all := scored_all || ARRAY(SELECT s FROM pg_catalog.unnest(scored) AS s
+                                                 WHERE s.evidence_id = ANY (pass_kept));
+            END IF;
+        END IF;
         IF pass = 1 THEN
-            first_hits := ARRAY[pg_catalog.to_jsonb(fulltext_hits), pg_catalog.to_jsonb(exact_hits), pg_catalog.to_jsonb(vector_hits)];
-            first_fused := fused;
-            scored_all := scored;
-            first_scored := COALESCE(pg_catalog.cardinality(scored), 0);
-            first_mmr := mmr_rows;
             timings := timings || pg_catalog.jsonb_build_object('hydrate_budget_ms', EXTRACT(EPOCH FROM pg_catalog.clock_timestamp() - mark) * 1000);
         ELSE
-            scored_all := scored_all || ARRAY(SELECT s FROM pg_catalog.unnest(scored) AS s
-                                             WHERE s.evidence_id = ANY (pass_kept));
             timings := timings || pg_catalog.jsonb_build_object('window_fallback_ms', EXTRACT(EPOCH FROM pg_catalog.clock_timestamp() - mark) * 1000);
         END IF;
     END LOOP;

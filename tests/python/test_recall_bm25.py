@@ -353,6 +353,39 @@ def test_all_terms_matches_survive_a_scan_budget_smaller_than_every_lexeme(admin
     assert len(found) <= 5 + 3
 
 
+def test_a_small_team_read_without_the_gin_index_gets_the_same_candidates(admin_conn: Conn) -> None:
+    # 73 documents: with the default scan budget (500) the team is "small" and the branch reads its
+    # rows through the btree and tests the match on each; with a budget of 50 it goes through the
+    # GIN index. Both budgets build the same any-term query (the lexemes' frequencies, 20 + 23 or 3 + 3, fit
+    # both) and no LIMIT cuts either pass, so the candidates, ranks and scores must be identical.
+    admin_conn.execute(
+        "INSERT INTO dm_private.ranking_profiles (name, version, settings) "
+        "SELECT 'budget-50', 1, jsonb_set(settings, '{fulltext,scan_budget}', '50') "
+        "FROM dm_private.ranking_profiles WHERE is_default"
+    )
+    team, profile = make_team(admin_conn, "smallteam")
+    items = [{"text": f"Invoice {i} for the spring campaign."} for i in range(20)]
+    items += [{"text": f"Invoice {i} paid in autumn."} for i in range(3)]
+    items += [{"text": f"Receipt {i} for the summer campaign."} for i in range(20)]
+    items += [{"text": f"Meeting notes {i} about hiring."} for i in range(30)]
+    ingest(admin_conn, team, profile, items)
+    for query in ("spring invoice", "invoice", "spring invoice -autumn", '"paid in autumn"'):
+        small = fulltext_hits(admin_conn, team, query)
+        indexed = fulltext_hits(admin_conn, team, query, request={"ranking_profile": "budget-50"})
+        assert small, query
+        assert small == indexed, query
+    # a known id and a filter apply on the small-team read as on the index read
+    known = [h[0] for h in fulltext_hits(admin_conn, team, "spring invoice")[:5]]
+    request: dict[str, Any] = {"known_evidence_ids": known, "filters": {"memory_type": "semantic"}}
+    small = fulltext_hits(admin_conn, team, "spring invoice", request=request)
+    indexed = fulltext_hits(
+        admin_conn, team, "spring invoice", request={**request, "ranking_profile": "budget-50"}
+    )
+    assert small
+    assert small == indexed
+    assert not set(known) & {h[0] for h in small}
+
+
 # ---------------------------------------------------------------- isolation
 
 
