@@ -648,8 +648,12 @@ COMMENT ON FUNCTION dm_private.query_tokens(text) IS
 
 -- The n-grams of lower-case tokens: every contiguous run of 1 to 4 tokens,
 -- ordered by start then length (exact lookup of names, aliases and predicate
--- phrases). One array expression per token: the runs that would pass the
--- end of the query are NULL (text || NULL) and are removed at the end.
+-- phrases). Built as one text, the n-grams separated by a control character
+-- (U+001F), and split once at the end: one string concatenation per token
+-- instead of an array constructor and an array copy per token (the array
+-- grew by copying, quadratic in the tokens). An array the text form cannot
+-- carry (a token holding the separator, a NULL token, a lone token, a lower
+-- bound other than 1) takes the element-wise loop.
 CREATE OR REPLACE FUNCTION dm_private.query_token_ngrams(toks text [])
 RETURNS text []
 LANGUAGE plpgsql
@@ -658,9 +662,35 @@ PARALLEL SAFE
 SET search_path = ''
 AS $$
 DECLARE
+    n constant integer := COALESCE(pg_catalog.cardinality(toks), 0);
+    joined text := '';
     grams text [] := '{}'::text [];
 BEGIN
-    FOR i IN 1..COALESCE(pg_catalog.cardinality(toks), 0) LOOP
+    IF n = 0 THEN
+        RETURN grams;
+    END IF;
+    IF n > 1 AND pg_catalog.array_lower(toks, 1) = 1 AND pg_catalog.array_position(toks, NULL) IS NULL
+       AND pg_catalog.strpos(pg_catalog.array_to_string(toks, ''), U&'\001F') = 0 THEN
+        -- Starts with all four lengths, then the last three starts.
+        FOR i IN 1..n - 3 LOOP
+            joined := joined || toks[i] || U&'\001F'
+                || toks[i] || ' ' || toks[i + 1] || U&'\001F'
+                || toks[i] || ' ' || toks[i + 1] || ' ' || toks[i + 2] || U&'\001F'
+                || toks[i] || ' ' || toks[i + 1] || ' ' || toks[i + 2] || ' ' || toks[i + 3] || U&'\001F';
+        END LOOP;
+        IF n >= 3 THEN
+            joined := joined || toks[n - 2] || U&'\001F'
+                || toks[n - 2] || ' ' || toks[n - 1] || U&'\001F'
+                || toks[n - 2] || ' ' || toks[n - 1] || ' ' || toks[n] || U&'\001F';
+        END IF;
+        IF n >= 2 THEN
+            joined := joined || toks[n - 1] || U&'\001F' || toks[n - 1] || ' ' || toks[n] || U&'\001F';
+        END IF;
+        RETURN pg_catalog.string_to_array(joined || toks[n], U&'\001F');
+    END IF;
+    -- One array expression per token: the runs that would pass the end of
+    -- the query (or hold a NULL token) are NULL and are removed at the end.
+    FOR i IN 1..n LOOP
         grams := grams || ARRAY[
             toks[i],
             toks[i] || ' ' || toks[i + 1],
@@ -1021,6 +1051,104 @@ $$;
 COMMENT ON FUNCTION dm_private.predicate_hints(uuid, text []) IS
 'Predicates hinted by query n-grams through dm_private.predicate_synonyms (the team''s rows replace the defaults of their phrase) and dm_private.predicate_synonym_defaults, in order of first mention, at most 10.';
 
+-- Everything dm.parse_query reads from the team's tables, in one definer
+-- call and one statement: the team check, the exact entity names and
+-- aliases, and the predicate hints (the same rules as
+-- dm_private.match_query_entities and dm_private.predicate_hints, which
+-- stay for direct use); then the trigram probe only for candidates outside
+-- an exact match. One statement instead of two saves a PL/pgSQL call, an
+-- executor start and end, and the row-level-security subqueries of the
+-- caller's synonym scan (the searcher reads the team's rows through the
+-- explicit, checked team predicate). The override rule needs no join: a
+-- default is dropped when its phrase is among the team's phrases that occur
+-- in the query, read in the same scan as the team's enabled rows and only
+-- when a default matched.
+CREATE OR REPLACE FUNCTION dm_private.match_query_names(match_team_id uuid, ngrams text [], fuzzy text [])
+RETURNS jsonb
+LANGUAGE plpgsql
+STABLE
+SECURITY DEFINER
+SET search_path = ''
+AS $$
+DECLARE
+    -- Checked first, as an expression (PERFORM would run a whole query).
+    checked_team constant uuid := dm_private.require_team(match_team_id);
+    found jsonb;
+    predicates jsonb;
+    matched_names text [];
+    matched_ids uuid [];
+    candidate text;
+    covered text;
+    probes text [] := '{}'::text [];
+BEGIN
+    IF ngrams IS NULL OR pg_catalog.cardinality(ngrams) = 0 THEN
+        RETURN '{"entities": [], "predicates": []}'::jsonb;
+    END IF;
+    SELECT
+        COALESCE(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
+            'entity_id', d.entity_id,
+            'name', (SELECT e.canonical_name FROM dm_private.entities AS e
+                     WHERE e.team_id = match_team_id AND e.entity_id = d.entity_id),
+            'mention', d.mention, 'match', d.match_kind, 'similarity', 1.0)
+            ORDER BY d.match_kind DESC, pg_catalog.length(d.mention) DESC, d.entity_id), '[]'::jsonb),
+        pg_catalog.array_agg(d.mention),
+        pg_catalog.array_agg(d.entity_id),
+        (SELECT COALESCE(pg_catalog.jsonb_agg(p.predicate ORDER BY p.first_at, p.predicate), '[]'::jsonb)
+         FROM (
+            SELECT m.predicate, pg_catalog.min(pg_catalog.array_position(ngrams, m.phrase)) AS first_at
+            FROM (
+                SELECT s.predicate, s.phrase
+                FROM dm_private.predicate_synonyms AS s
+                WHERE s.team_id = match_team_id AND s.phrase COLLATE "C" = ANY (ngrams) AND s.enabled
+                UNION ALL
+                SELECT f.predicate, f.phrase
+                FROM dm_private.predicate_synonym_defaults AS f
+                WHERE f.phrase COLLATE "C" = ANY (ngrams)
+                  AND NOT f.phrase = ANY (COALESCE((
+                    SELECT pg_catalog.array_agg(o.phrase) FROM dm_private.predicate_synonyms AS o
+                    WHERE o.team_id = match_team_id AND o.phrase COLLATE "C" = ANY (ngrams)), '{}'::text []))
+            ) AS m
+            GROUP BY m.predicate
+         ) AS p)
+    INTO found, matched_names, matched_ids, predicates
+    FROM (
+        SELECT DISTINCT ON (n.entity_id)
+            n.entity_id, n.normalized_name AS mention,
+            CASE WHEN n.is_canonical THEN 'exact' ELSE 'alias' END AS match_kind
+        FROM dm_private.entity_names AS n
+        WHERE n.team_id = match_team_id AND n.normalized_name COLLATE "C" = ANY (ngrams)
+        ORDER BY n.entity_id, n.is_canonical DESC, pg_catalog.length(n.normalized_name) DESC, n.normalized_name
+    ) AS d;
+    IF pg_catalog.jsonb_array_length(found) > 10 THEN
+        found := dm_private.parse_first_ten(found);
+    END IF;
+    IF pg_catalog.jsonb_array_length(predicates) > 10 THEN
+        predicates := dm_private.parse_first_ten(predicates);
+    END IF;
+
+    -- At most 2 probes; candidates inside an exact match need none.
+    IF fuzzy IS NOT NULL AND pg_catalog.cardinality(fuzzy) > 0 AND pg_catalog.jsonb_array_length(found) < 10 THEN
+        covered := ' ' || COALESCE(pg_catalog.array_to_string(matched_names, ' | '), '') || ' ';
+        FOREACH candidate IN ARRAY fuzzy LOOP
+            EXIT WHEN pg_catalog.cardinality(probes) >= 2;
+            IF pg_catalog.strpos(covered, ' ' || candidate || ' ') = 0 THEN
+                probes := probes || candidate;
+            END IF;
+        END LOOP;
+        IF pg_catalog.cardinality(probes) > 0 THEN
+            found := found || dm_private.match_entity_trigrams(match_team_id, probes, matched_ids);
+            IF pg_catalog.jsonb_array_length(found) > 10 THEN
+                found := dm_private.parse_first_ten(found);
+            END IF;
+        END IF;
+    END IF;
+    RETURN pg_catalog.jsonb_build_object('entities', found, 'predicates', predicates);
+END
+$$;
+COMMENT ON FUNCTION dm_private.match_query_names(uuid, text [], text []) IS
+'What dm.parse_query reads from the authenticated team''s tables, in one call: {"entities": the result of dm_private.match_query_entities, "predicates": the result of dm_private.predicate_hints} for the same n-grams and trigram candidates. Definer (densemem_searcher) with an explicit, checked team predicate.';
+ALTER FUNCTION dm_private.match_query_names(uuid, text [], text []) OWNER TO densemem_searcher;
+
 -- The public parse. Recall calls it once per query (request fields override
 -- it); analysts call it to see how a query is read.
 CREATE OR REPLACE FUNCTION dm.parse_query(query text, team_id uuid, now timestamptz DEFAULT pg_catalog.now())
@@ -1036,16 +1164,14 @@ DECLARE
     grams constant text [] := dm_private.query_token_ngrams(
         pg_catalog.string_to_array(pg_catalog.lower(pg_catalog.array_to_string(cased, ' ')), ' '));
 BEGIN
-    -- The team is checked by dm_private.match_query_entities (as
+    -- The team is checked by dm_private.match_query_names (as
     -- densemem_searcher) before any team row is read. One role per
     -- dm_private.require_team call keeps its cached plan valid: a plan that
     -- reads a table under row-level security is re-planned whenever the
     -- role changes, and checking here as the caller too made every parse
     -- plan that query twice.
     RETURN dm_private.parse_query_text(query, COALESCE(parse_query.now, pg_catalog.now()))
-        || pg_catalog.jsonb_build_object(
-            'entities', dm_private.match_query_entities(parse_query.team_id, grams, dm_private.query_fuzzy_keys(cased)),
-            'predicates', dm_private.predicate_hints(parse_query.team_id, grams));
+        || dm_private.match_query_names(parse_query.team_id, grams, dm_private.query_fuzzy_keys(cased));
 END
 $$;
 COMMENT ON FUNCTION dm.parse_query(text, uuid, timestamptz) IS
@@ -1065,6 +1191,7 @@ REVOKE ALL ON FUNCTION dm_private.match_query_entities(uuid, text [], text []) F
 REVOKE ALL ON FUNCTION dm_private.match_entity_trigrams(uuid, text [], uuid []) FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm_private.parse_first_ten(jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm_private.predicate_hints(uuid, text []) FROM PUBLIC;
+REVOKE ALL ON FUNCTION dm_private.match_query_names(uuid, text [], text []) FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm.parse_query(text, uuid, timestamptz) FROM PUBLIC;
 
 GRANT EXECUTE ON FUNCTION dm_private.parse_prepare_text(text) TO
@@ -1095,5 +1222,7 @@ GRANT EXECUTE ON FUNCTION dm_private.match_entity_trigrams(uuid, text [], uuid [
 densemem_app, densemem_analyst, densemem_operator, densemem_searcher;
 GRANT EXECUTE ON FUNCTION dm_private.predicate_hints(uuid, text []) TO
 densemem_app, densemem_analyst, densemem_operator, densemem_searcher;
+GRANT EXECUTE ON FUNCTION dm_private.match_query_names(uuid, text [], text []) TO
+densemem_app, densemem_analyst, densemem_operator;
 GRANT EXECUTE ON FUNCTION dm.parse_query(text, uuid, timestamptz) TO
 densemem_app, densemem_analyst, densemem_operator;

@@ -196,7 +196,9 @@ VALUES
     -- 0010: a team's predicate synonyms are configuration, not history (the
     -- service may change them); the global defaults are read-only.
     ('dm_private.predicate_synonyms', 'SELECT, INSERT, UPDATE, DELETE', 'densemem_app'),
-    ('dm_private.predicate_synonyms', 'SELECT', 'densemem_analyst, densemem_operator'),
+    -- 0012: dm.parse_query's one definer lookup (dm_private.match_query_names,
+    -- explicit checked team predicate) reads the team's synonyms as the searcher.
+    ('dm_private.predicate_synonyms', 'SELECT', 'densemem_analyst, densemem_operator, densemem_searcher'),
     ('dm_private.predicate_synonym_defaults', 'SELECT',
      'densemem_app, densemem_analyst, densemem_operator, densemem_searcher'),
     -- 0020: global search-index profiles (read-only) and the per-team vector
