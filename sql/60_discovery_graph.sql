@@ -508,26 +508,30 @@ BEGIN
         -- evidence (LATERAL ... LIMIT on the (team, evidence, relationship)
         -- index), so evidence supporting thousands of relationships is read
         -- no further than any other, and the cut is deterministic.
-        SELECT DISTINCT l.evidence_id, ends.entity_id
-        FROM (SELECT DISTINCT u.evidence_id FROM pg_catalog.unnest(entity_proximity.evidence_ids) AS u (evidence_id))
-            AS e
-        CROSS JOIN LATERAL (
-            SELECT re.evidence_id, r.subject_entity_id, r.object_entity_id
-            FROM dm_private.relationship_evidence AS re
-            JOIN dm_private.relationships AS r
-              ON r.team_id = re.team_id AND r.relationship_id = re.relationship_id
-            WHERE re.team_id = proximity_team
-              AND re.evidence_id = e.evidence_id
-              AND re.accepted
-              AND r.team_id = proximity_team
-              AND r.status = 'active' AND r.tier IN ('validated_claim', 'fact')
-              AND (r.known_to IS NULL OR r.known_to > pg_catalog.now())
-              AND r.owner_profile_id <> ALL(inactive_owners)
-            ORDER BY re.relationship_id
-            LIMIT fan_out
-        ) AS l
-        CROSS JOIN LATERAL (VALUES (l.subject_entity_id), (l.object_entity_id)) AS ends (entity_id)
-        WHERE ends.entity_id IS NOT NULL
+        -- Both endpoints come out of one set-returning projection (no
+        -- per-row VALUES scan behind a Memoize node).
+        SELECT DISTINCT x.evidence_id, x.entity_id
+        FROM (
+            SELECT l.evidence_id, pg_catalog.unnest(ARRAY[l.subject_entity_id, l.object_entity_id]) AS entity_id
+            FROM (SELECT DISTINCT u.evidence_id
+                  FROM pg_catalog.unnest(entity_proximity.evidence_ids) AS u (evidence_id)) AS e
+            CROSS JOIN LATERAL (
+                SELECT re.evidence_id, r.subject_entity_id, r.object_entity_id
+                FROM dm_private.relationship_evidence AS re
+                JOIN dm_private.relationships AS r
+                  ON r.team_id = re.team_id AND r.relationship_id = re.relationship_id
+                WHERE re.team_id = proximity_team
+                  AND re.evidence_id = e.evidence_id
+                  AND re.accepted
+                  AND r.team_id = proximity_team
+                  AND r.status = 'active' AND r.tier IN ('validated_claim', 'fact')
+                  AND (r.known_to IS NULL OR r.known_to > pg_catalog.now())
+                  AND r.owner_profile_id <> ALL(inactive_owners)
+                ORDER BY re.relationship_id
+                LIMIT fan_out
+            ) AS l
+        ) AS x
+        WHERE x.entity_id IS NOT NULL
     ),
     from_seeds AS (
         SELECT s.entity_id, 0 AS dist
