@@ -123,44 +123,39 @@ BEGIN
     valid_at := NULLIF(req ->> 'valid_at', '')::timestamptz;
     known_at := NULLIF(req ->> 'known_at', '')::timestamptz;
 
-    IF pg_catalog.jsonb_typeof(prs -> 'entities') = 'array' THEN
-        parsed_entity_ids := ARRAY(
-            SELECT (x.item ->> 'entity_id')::uuid
-            FROM pg_catalog.jsonb_array_elements(prs -> 'entities') AS x (item)
-            WHERE pg_catalog.jsonb_typeof(x.item) = 'object'
-              AND (x.item ->> 'entity_id') ~* '^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$'
-            LIMIT 50);
-    ELSE
-        parsed_entity_ids := '{}';
-    END IF;
-    IF pg_catalog.jsonb_typeof(prs -> 'predicates') = 'array' THEN
-        hints := ARRAY(
-            SELECT DISTINCT x.item #>> '{}'
-            FROM pg_catalog.jsonb_array_elements(prs -> 'predicates') AS x (item)
-            WHERE pg_catalog.jsonb_typeof(x.item) = 'string' AND (x.item #>> '{}') ~ '^[a-z][a-z0-9_]{0,99}$'
-            LIMIT 20);
-    ELSE
-        hints := '{}';
-    END IF;
-    IF pg_catalog.jsonb_typeof(cfg -> 'predicates') = 'array' THEN
-        predicate_allow := ARRAY(SELECT x.item #>> '{}' FROM pg_catalog.jsonb_array_elements(cfg -> 'predicates') AS x (item));
-    END IF;
-    query_lexemes := dm_private.discovery_lexemes(
-        COALESCE(query, '') || ' ' || COALESCE((
-            SELECT pg_catalog.string_agg(COALESCE(x.item ->> 'term', x.item ->> 'text', x.item #>> '{}'), ' ')
-            FROM pg_catalog.jsonb_array_elements(
-                CASE WHEN pg_catalog.jsonb_typeof(prs -> 'terms') = 'array' THEN prs -> 'terms' ELSE '[]'::jsonb END)
-                AS x (item)), ''));
-    -- Query words (as entity names are normalized, stop words and short
-    -- words dropped): relevance of the endpoint names of an edge.
-    query_words := ARRAY(
-        SELECT g.word FROM pg_catalog.unnest(dm_private.discovery_name_ngrams(query)) AS g (word)
-        WHERE pg_catalog.strpos(g.word, ' ') = 0 AND pg_catalog.length(g.word) >= 3
-          AND pg_catalog.length(pg_catalog.to_tsvector('english'::regconfig, g.word)) > 0);
-    -- Any query lexeme: relevance of predicates. An empty query matches nothing.
-    query_tsquery := COALESCE((SELECT pg_catalog.string_agg(pg_catalog.quote_literal(l.lexeme), ' | ')
-                               FROM pg_catalog.unnest(query_lexemes) AS l (lexeme))::tsquery,
-                              '''discovery-matches-nothing'''::tsquery);
+    -- The request's parsed entities and predicates, the profile's predicate
+    -- filter and the query's lexemes, words and tsquery: one statement.
+    SELECT CASE WHEN pg_catalog.jsonb_typeof(prs -> 'entities') = 'array' THEN ARRAY(
+               SELECT (x.item ->> 'entity_id')::uuid
+               FROM pg_catalog.jsonb_array_elements(prs -> 'entities') AS x (item)
+               WHERE pg_catalog.jsonb_typeof(x.item) = 'object'
+                 AND (x.item ->> 'entity_id') ~* '^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$'
+               LIMIT 50) ELSE '{}'::uuid [] END,
+           CASE WHEN pg_catalog.jsonb_typeof(prs -> 'predicates') = 'array' THEN ARRAY(
+               SELECT DISTINCT x.item #>> '{}'
+               FROM pg_catalog.jsonb_array_elements(prs -> 'predicates') AS x (item)
+               WHERE pg_catalog.jsonb_typeof(x.item) = 'string' AND (x.item #>> '{}') ~ '^[a-z][a-z0-9_]{0,99}$'
+               LIMIT 20) ELSE '{}'::text [] END,
+           CASE WHEN pg_catalog.jsonb_typeof(cfg -> 'predicates') = 'array' THEN ARRAY(
+               SELECT x.item #>> '{}' FROM pg_catalog.jsonb_array_elements(cfg -> 'predicates') AS x (item)) END,
+           lx.lexemes,
+           -- Query words (as entity names are normalized, stop words and short
+           -- words dropped): relevance of the endpoint names of an edge.
+           ARRAY(
+               SELECT g.word FROM pg_catalog.unnest(dm_private.discovery_name_ngrams(query)) AS g (word)
+               WHERE pg_catalog.strpos(g.word, ' ') = 0 AND pg_catalog.length(g.word) >= 3
+                 AND pg_catalog.length(pg_catalog.to_tsvector('english'::regconfig, g.word)) > 0),
+           -- Any query lexeme: relevance of predicates. An empty query matches nothing.
+           COALESCE((SELECT pg_catalog.string_agg(pg_catalog.quote_literal(l.lexeme), ' | ')
+                     FROM pg_catalog.unnest(lx.lexemes) AS l (lexeme))::tsquery,
+                    '''discovery-matches-nothing'''::tsquery)
+    INTO parsed_entity_ids, hints, predicate_allow, query_lexemes, query_words, query_tsquery
+    FROM (SELECT dm_private.discovery_lexemes(
+              COALESCE(query, '') || ' ' || COALESCE((
+                  SELECT pg_catalog.string_agg(COALESCE(x.item ->> 'term', x.item ->> 'text', x.item #>> '{}'), ' ')
+                  FROM pg_catalog.jsonb_array_elements(
+                      CASE WHEN pg_catalog.jsonb_typeof(prs -> 'terms') = 'array' THEN prs -> 'terms' ELSE '[]'::jsonb END)
+                      AS x (item)), '')) AS lexemes) AS lx;
 
     -- Seeds: requested expansion entities, parsed query entities, entity
     -- search, and the entities the returned evidence supports. Every source
