@@ -100,14 +100,14 @@ DECLARE
     valid_at timestamptz := (req ->> 'valid_at')::timestamptz;
     known_at timestamptz := (req ->> 'known_at')::timestamptz;
     scopes text [] := dm_private.authenticated_scopes();
-    source_groups text [] := ARRAY(SELECT pg_catalog.jsonb_array_elements_text(req -> 'source_groups'));
-    memory_types text [] := ARRAY(SELECT pg_catalog.jsonb_array_elements_text(req -> 'memory_types'));
+    source_groups text [];
+    memory_types text [];
     created_after timestamptz := (req ->> 'created_after')::timestamptz;
     created_before timestamptz := (req ->> 'created_before')::timestamptz;
     has_window boolean := COALESCE((req ->> 'has_window')::boolean, false);
     window_from timestamptz := (req ->> 'window_from')::timestamptz;
     window_to timestamptz := (req ->> 'window_to')::timestamptz;
-    known_ids uuid [] := ARRAY(SELECT pg_catalog.jsonb_array_elements_text(req -> 'known_evidence_ids')::uuid);
+    known_ids uuid [] := '{}';
     disabled uuid [] := ARRAY(SELECT p.profile_id FROM dm_private.profiles AS p
                               WHERE p.team_id = team AND p.state <> 'active');
 BEGIN
@@ -120,8 +120,18 @@ BEGIN
     IF pg_catalog.numnode(all_q) = 0 THEN
         RETURN;
     END IF;
-    IF pg_catalog.cardinality(source_groups) = 0 THEN source_groups := NULL; END IF;
-    IF pg_catalog.cardinality(memory_types) = 0 THEN memory_types := NULL; END IF;
+    -- List filters, read only when given (the normalised request holds
+    -- empty arrays otherwise, and an empty list is no filter: NULL here);
+    -- the IF is an expression, the ARRAY a statement run only when needed.
+    IF pg_catalog.jsonb_array_length(req -> 'source_groups') > 0 THEN
+        source_groups := ARRAY(SELECT pg_catalog.jsonb_array_elements_text(req -> 'source_groups'));
+    END IF;
+    IF pg_catalog.jsonb_array_length(req -> 'memory_types') > 0 THEN
+        memory_types := ARRAY(SELECT pg_catalog.jsonb_array_elements_text(req -> 'memory_types'));
+    END IF;
+    IF pg_catalog.jsonb_array_length(req -> 'known_evidence_ids') > 0 THEN
+        known_ids := ARRAY(SELECT pg_catalog.jsonb_array_elements_text(req -> 'known_evidence_ids')::uuid);
+    END IF;
 
     -- The team's statistics, exact (compacted rows plus pending deltas; the
     -- same reads as dm_private.search_team_totals and

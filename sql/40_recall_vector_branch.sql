@@ -188,16 +188,23 @@ DECLARE
     window_from timestamptz;
     window_to timestamptz;
     scopes text [];
-    source_groups text [] := ARRAY(SELECT pg_catalog.jsonb_array_elements_text(req -> 'source_groups'));
-    memory_types text [] := ARRAY(SELECT pg_catalog.jsonb_array_elements_text(req -> 'memory_types'));
-    known_ids uuid [] := ARRAY(SELECT pg_catalog.jsonb_array_elements_text(req -> 'known_evidence_ids')::uuid);
+    source_groups text [];
+    memory_types text [];
+    known_ids uuid [] := '{}';
     disabled uuid [] := ARRAY(SELECT p.profile_id FROM dm_private.profiles AS p
                               WHERE p.team_id = team AND p.state <> 'active');
 BEGIN
     IF force_path IS NOT NULL AND force_path NOT IN ('exact', 'hnsw_partial') THEN
         RAISE EXCEPTION 'force_path must be exact or hnsw_partial' USING ERRCODE = '22023';
     END IF;
-    SELECT * INTO chosen FROM dm_private.recall_vector_access_path(team) AS a;
+    -- dm_private.recall_vector_access_path's query, inline (one function
+    -- call and its result set fewer per recall)
+    SELECT CASE WHEN tvi.index_name IS NULL THEN 'exact' ELSE 'hnsw_partial' END AS access_path,
+           tvi.index_name, c.contract_id, c.dimensions
+    INTO chosen
+    FROM dm_private.embedding_contracts AS c
+    LEFT JOIN dm_private.team_vector_indexes AS tvi ON tvi.team_id = team AND tvi.contract_id = c.contract_id
+    WHERE c.is_active;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'no active embedding contract' USING ERRCODE = 'DM503';
     END IF;
@@ -213,8 +220,18 @@ BEGIN
     IF path = 'hnsw_partial' AND chosen.index_name IS NULL THEN
         RAISE EXCEPTION 'this team has no partial HNSW index' USING ERRCODE = '22023';
     END IF;
-    IF pg_catalog.cardinality(source_groups) = 0 THEN source_groups := NULL; END IF;
-    IF pg_catalog.cardinality(memory_types) = 0 THEN memory_types := NULL; END IF;
+    -- List filters, read only when given (the normalised request holds
+    -- empty arrays otherwise, and an empty list is no filter: NULL here);
+    -- the IF is an expression, the ARRAY a statement run only when needed.
+    IF pg_catalog.jsonb_array_length(req -> 'source_groups') > 0 THEN
+        source_groups := ARRAY(SELECT pg_catalog.jsonb_array_elements_text(req -> 'source_groups'));
+    END IF;
+    IF pg_catalog.jsonb_array_length(req -> 'memory_types') > 0 THEN
+        memory_types := ARRAY(SELECT pg_catalog.jsonb_array_elements_text(req -> 'memory_types'));
+    END IF;
+    IF pg_catalog.jsonb_array_length(req -> 'known_evidence_ids') > 0 THEN
+        known_ids := ARRAY(SELECT pg_catalog.jsonb_array_elements_text(req -> 'known_evidence_ids')::uuid);
+    END IF;
     -- The index settings and the sort switch matter only to the HNSW walk
     -- (the exact path runs with the SET clauses' defaults). Assignments, not
     -- PERFORM: a simple expression, not a statement per setting.
