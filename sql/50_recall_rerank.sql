@@ -24,8 +24,17 @@
 -- earliest. Required hard anchors: a candidate that does not itself contain
 -- every anchor with identifier boundaries (dm_private.recall_has_anchors) is
 -- dropped. Ties break by evidence_id.
+--
+-- with_context: the neighbouring-turn lift of sql/52
+-- (dm_private.recall_context_lift) applied inside the same statement, when
+-- the profile's context.weight is above 0: the lift needs the source group
+-- and sequence number of each candidate, which this statement already reads,
+-- so recall pays for one read of the documents and one candidate array, not
+-- two. The result equals recall_context_lift(team, rerank(...), settings)
+-- bit for bit (a test checks it); recall_context_lift stays the stage a DBA
+-- can call and EXPLAIN alone.
 CREATE OR REPLACE FUNCTION dm_private.recall_rerank(team_id uuid, query text, fused dm_private.recall_fused [],
-    req jsonb, settings jsonb, hops jsonb DEFAULT '{}')
+    req jsonb, settings jsonb, hops jsonb, with_context boolean)
 RETURNS SETOF dm_private.recall_scored
 LANGUAGE plpgsql
 STABLE
@@ -37,8 +46,8 @@ DECLARE
     config regconfig := COALESCE(settings #>> '{fulltext,config}', 'english')::regconfig;
     all_q tsquery;
     clock timestamptz := COALESCE((req ->> 'now')::timestamptz, pg_catalog.now());
-    anchors text [] := ARRAY(SELECT pg_catalog.lower(a) FROM pg_catalog.jsonb_array_elements_text(req -> 'anchors') AS a);
-    phrases text [] := ARRAY(SELECT pg_catalog.lower(p) FROM pg_catalog.jsonb_array_elements_text(req -> 'phrases') AS p);
+    anchors text [] := '{}';
+    phrases text [] := '{}';
     intent text := req ->> 'temporal_intent';
     snapshot bigint := (req ->> 'usage_snapshot_id')::bigint;
     w_rel double precision := COALESCE((settings #>> '{weights,relevance}')::double precision, 0.55);
@@ -56,14 +65,23 @@ DECLARE
     prior_used double precision := COALESCE((settings #>> '{frequency_prior,used}')::double precision, 1);
     prior_retrieved double precision := COALESCE((settings #>> '{frequency_prior,retrieved}')::double precision, 2);
     half_lives jsonb := COALESCE(settings -> 'half_life_days', '{}'::jsonb);
-    ids uuid [] := ARRAY(SELECT f.document_id FROM pg_catalog.unnest(fused) AS f);
-    evidence_ids uuid [] := ARRAY(SELECT f.evidence_id FROM pg_catalog.unnest(fused) AS f);
     scopes text [] := dm_private.authenticated_scopes();
-    needs_lower boolean;
+    lift_weight double precision := 0;
+    radius bigint := 1;
 BEGIN
-    needs_lower := pg_catalog.cardinality(anchors) > 0 OR pg_catalog.cardinality(phrases) > 0;
-    IF pg_catalog.cardinality(ids) = 0 THEN
+    -- Cost notes (ranking 100 candidates is budgeted at 1 ms, seed 002):
+    -- every statement here pays executor start-up and plan validation, so
+    -- lists that are usually empty (anchors, phrases) are only built when
+    -- the request has them, the candidate id arrays are init-plans of the
+    -- main query, and the usage snapshot is looked up inside it.
+    IF fused IS NULL OR pg_catalog.cardinality(fused) = 0 THEN
         RETURN;
+    END IF;
+    IF req -> 'anchors' IS NOT NULL AND req -> 'anchors' <> '[]'::jsonb THEN
+        anchors := ARRAY(SELECT pg_catalog.lower(a) FROM pg_catalog.jsonb_array_elements_text(req -> 'anchors') AS a);
+    END IF;
+    IF req -> 'phrases' IS NOT NULL AND req -> 'phrases' <> '[]'::jsonb THEN
+        phrases := ARRAY(SELECT pg_catalog.lower(p) FROM pg_catalog.jsonb_array_elements_text(req -> 'phrases') AS p);
     END IF;
     -- the all-terms query of the full-text branch (dm_private.recall_tsqueries'
     -- all_terms), computed here directly: one function call less per recall
@@ -74,11 +92,18 @@ BEGIN
     IF pg_catalog.cardinality(phrases) = 0 THEN mix_phrase := 0; END IF;
     IF all_q IS NULL THEN mix_exact := 0; END IF;
     IF mix_fusion + mix_phrase + mix_exact <= 0 THEN mix_fusion := 1; END IF;
-    IF snapshot IS NULL THEN
-        SELECT pg_catalog.max(s.usage_snapshot_id) INTO snapshot
-        FROM dm_private.usage_snapshots AS s WHERE s.team_id = team;
-    ELSIF NOT EXISTS (SELECT 1 FROM dm_private.usage_snapshots AS s
-                      WHERE s.team_id = team AND s.usage_snapshot_id = snapshot) THEN
+    IF with_context THEN
+        -- as recall_run gated sql/52: the stage runs only for a weight above
+        -- 0, and refuses one above 1
+        lift_weight := COALESCE((settings #>> '{context,weight}')::double precision, 0);
+        IF lift_weight > 1 THEN
+            RAISE EXCEPTION 'context.weight must be between 0 and 1, not %', lift_weight USING ERRCODE = '22023';
+        END IF;
+        lift_weight := GREATEST(lift_weight, 0);
+        radius := LEAST(GREATEST(COALESCE((settings #>> '{context,radius}')::integer, 1), 1), 5);
+    END IF;
+    IF snapshot IS NOT NULL AND NOT EXISTS (SELECT 1 FROM dm_private.usage_snapshots AS s
+                                            WHERE s.team_id = team AND s.usage_snapshot_id = snapshot) THEN
         RAISE EXCEPTION 'usage snapshot % does not exist in this team', snapshot USING ERRCODE = '22023';
     END IF;
 
@@ -87,28 +112,39 @@ BEGIN
             -- the candidates' documents in one scan of the primary key
             -- (team_id, document_id = ANY): no plan can range-scan the team
             SELECT x.document_id, x.subject_id, x.body, x.search_vector, x.memory_type, x.source_created_at,
-                   x.sequence_number, x.importance, x.confidence, x.policy_labels
+                   x.sequence_number, x.source_group, x.importance, x.confidence, x.policy_labels
             FROM dm_private.search_documents AS x
-            WHERE x.team_id = team AND x.document_id = ANY (ids) AND x.subject_kind = 'evidence'
+            WHERE x.team_id = team AND x.subject_kind = 'evidence'
+              AND x.document_id = ANY (ARRAY(SELECT f.document_id FROM pg_catalog.unnest(fused) AS f))
         ),
-        candidate AS (
-            SELECT f.*, d.body, d.search_vector, d.memory_type, d.source_created_at, d.sequence_number,
+        anchored AS MATERIALIZED (
+            -- everything that needs the text, once per candidate, so the
+            -- sorts below carry narrow rows (no body, no tsvector)
+            SELECT f.document_id, f.evidence_id, f.relevance AS fused_relevance,
+                   f.fulltext_rank, f.vector_rank, f.exact_rank, f.fusion_rank,
+                   d.memory_type, d.source_created_at, d.sequence_number, d.source_group,
                    COALESCE(d.importance, 0.5)::double precision AS importance,
                    COALESCE(d.confidence, 1.0)::double precision AS confidence,
-                   CASE WHEN needs_lower THEN pg_catalog.lower(d.body) END AS lower_body
+                   CASE WHEN pg_catalog.cardinality(phrases) = 0 THEN 0 ELSE
+                       (SELECT pg_catalog.count(*) FROM pg_catalog.unnest(phrases) AS p (phrase)
+                        WHERE pg_catalog.strpos(pg_catalog.lower(d.body), p.phrase) > 0)::double precision
+                       / pg_catalog.cardinality(phrases) END AS phrase,
+                   CASE WHEN all_q IS NOT NULL AND d.search_vector @@ all_q THEN 1 ELSE 0 END AS exact_terms,
+                   pg_catalog.octet_length(d.body) AS body_bytes,
+                   pg_catalog.md5(d.body) AS body_key
             FROM pg_catalog.unnest(fused) AS f
             JOIN features AS d ON d.document_id = f.document_id AND d.subject_id = f.evidence_id
             WHERE d.policy_labels <@ scopes
-        ),
-        anchored AS (
-            SELECT c.*
-            FROM candidate AS c
-            WHERE pg_catalog.cardinality(anchors) = 0 OR dm_private.recall_has_anchors(c.body, anchors)
+              AND (pg_catalog.cardinality(anchors) = 0 OR dm_private.recall_has_anchors(d.body, anchors))
         ),
         usage AS (
             SELECT u.evidence_id, u.retrieved_count, u.used_count
             FROM dm_private.usage_snapshot_counts AS u
-            WHERE u.team_id = team AND u.usage_snapshot_id = snapshot AND u.evidence_id = ANY (evidence_ids)
+            WHERE u.team_id = team
+              AND u.usage_snapshot_id = COALESCE(snapshot, (SELECT pg_catalog.max(s.usage_snapshot_id)
+                                                            FROM dm_private.usage_snapshots AS s
+                                                            WHERE s.team_id = team))
+              AND u.evidence_id = ANY (ARRAY(SELECT f.evidence_id FROM pg_catalog.unnest(fused) AS f))
         ),
         support AS (
             SELECT re.evidence_id,
@@ -116,18 +152,32 @@ BEGIN
                        ::double precision AS strength
             FROM dm_private.relationship_evidence AS re
             JOIN dm_private.relationships AS r ON r.team_id = re.team_id AND r.relationship_id = re.relationship_id
-            WHERE re.team_id = team AND re.evidence_id = ANY (evidence_ids) AND re.accepted
+            WHERE re.team_id = team AND re.accepted
+              AND re.evidence_id = ANY (ARRAY(SELECT f.evidence_id FROM pg_catalog.unnest(fused) AS f))
               AND r.status = 'active' AND r.tier IN ('validated_claim', 'fact')
             GROUP BY re.evidence_id
         ),
+        temporal AS MATERIALIZED (
+            -- the share of candidates written before (latest) or after
+            -- (earliest) each one; read only when the request has an intent
+            -- (the WHERE is a one-time filter: no intent, no sort)
+            SELECT a.document_id, a.evidence_id,
+                   CASE
+                       WHEN a.source_created_at IS NULL THEN 0.0
+                       WHEN intent = 'latest' THEN
+                           pg_catalog.percent_rank() OVER (ORDER BY a.source_created_at ASC NULLS FIRST)
+                       ELSE
+                           pg_catalog.percent_rank() OVER (ORDER BY a.source_created_at DESC NULLS FIRST)
+                   END::double precision AS temporal
+            FROM anchored AS a
+            WHERE intent IS NOT NULL
+        ),
         signals AS (
             SELECT a.document_id, a.evidence_id, a.fulltext_rank, a.vector_rank, a.exact_rank, a.fusion_rank,
-                   (mix_fusion * COALESCE(a.relevance, 0)
-                    + mix_phrase * CASE WHEN pg_catalog.cardinality(phrases) = 0 THEN 0 ELSE
-                          (SELECT pg_catalog.count(*) FROM pg_catalog.unnest(phrases) AS p (phrase)
-                           WHERE pg_catalog.strpos(a.lower_body, p.phrase) > 0)::double precision
-                          / pg_catalog.cardinality(phrases) END
-                    + mix_exact * CASE WHEN all_q IS NOT NULL AND a.search_vector @@ all_q THEN 1 ELSE 0 END)
+                   a.source_group, a.sequence_number,
+                   (mix_fusion * COALESCE(a.fused_relevance, 0)
+                    + mix_phrase * a.phrase
+                    + mix_exact * a.exact_terms)
                    / (mix_fusion + mix_phrase + mix_exact) AS relevance,
                    CASE
                        WHEN half_lives ->> a.memory_type::text IS NULL THEN 1.0
@@ -153,24 +203,15 @@ BEGIN
                        AS proximity,
                    LEAST(1.0, GREATEST(0.0, a.confidence)) AS confidence,
                    COALESCE(s.strength, 0) AS support,
-                   CASE WHEN pg_catalog.cardinality(phrases) = 0 THEN 0 ELSE
-                       (SELECT pg_catalog.count(*) FROM pg_catalog.unnest(phrases) AS p (phrase)
-                        WHERE pg_catalog.strpos(a.lower_body, p.phrase) > 0)::double precision
-                       / pg_catalog.cardinality(phrases) END AS phrase,
-                   CASE WHEN all_q IS NOT NULL AND a.search_vector @@ all_q THEN 1.0 ELSE 0.0 END AS exact_terms,
-                   CASE
-                       WHEN intent IS NULL THEN 0.0
-                       WHEN a.source_created_at IS NULL THEN 0.0
-                       WHEN intent = 'latest' THEN
-                           pg_catalog.percent_rank() OVER (ORDER BY a.source_created_at ASC NULLS FIRST)
-                       ELSE
-                           pg_catalog.percent_rank() OVER (ORDER BY a.source_created_at DESC NULLS FIRST)
-                   END::double precision AS temporal,
-                   pg_catalog.octet_length(a.body) AS body_bytes,
-                   pg_catalog.md5(a.body) AS body_key
+                   a.phrase,
+                   a.exact_terms,
+                   COALESCE(t.temporal, 0.0) AS temporal,
+                   a.body_bytes,
+                   a.body_key
             FROM anchored AS a
             LEFT JOIN usage AS u ON u.evidence_id = a.evidence_id
             LEFT JOIN support AS s ON s.evidence_id = a.evidence_id
+            LEFT JOIN temporal AS t ON t.document_id = a.document_id AND t.evidence_id = a.evidence_id
         ),
         scored AS (
             SELECT s.*,
@@ -179,21 +220,56 @@ BEGIN
                    + w_support * s.support * s.relevance
                    + w_temporal * s.temporal AS score
             FROM signals AS s
+        ),
+        lifted AS (
+            -- sql/52's lift: the best relevance among the other candidates
+            -- of the same source group written within `radius` sequence
+            -- numbers (a window frame, not a self-join)
+            SELECT s.*,
+                   CASE WHEN lift_weight > 0 THEN
+                       s.score + lift_weight * COALESCE(GREATEST(
+                           CASE WHEN s.source_group IS NOT NULL AND s.sequence_number IS NOT NULL THEN
+                               pg_catalog.max(s.relevance) OVER (
+                                   PARTITION BY s.source_group, s.sequence_number IS NULL
+                                   ORDER BY s.sequence_number
+                                   RANGE BETWEEN radius PRECEDING AND radius FOLLOWING EXCLUDE CURRENT ROW)
+                           END, 0), 0)
+                   ELSE s.score END AS final_score
+            FROM scored AS s
         )
         SELECT s.document_id, s.evidence_id, s.relevance::double precision, s.recency::double precision,
                s.importance::double precision, s.frequency::double precision, s.proximity::double precision,
                s.confidence::double precision, s.support::double precision, s.phrase::double precision,
-               s.exact_terms::double precision, s.temporal::double precision, s.score::double precision,
+               s.exact_terms::double precision, s.temporal::double precision, s.final_score::double precision,
                s.body_bytes::integer, s.body_key,
                s.fulltext_rank, s.vector_rank, s.exact_rank, s.fusion_rank,
-               (pg_catalog.row_number() OVER (ORDER BY s.score DESC, s.evidence_id))::integer
-        FROM scored AS s
-        ORDER BY s.score DESC, s.evidence_id;
+               (pg_catalog.row_number() OVER (ORDER BY s.final_score DESC, s.evidence_id))::integer
+        FROM lifted AS s
+        ORDER BY s.final_score DESC, s.evidence_id;
 END
 $$;
+COMMENT ON FUNCTION dm_private.recall_rerank(uuid, text, dm_private.recall_fused [], jsonb, jsonb, jsonb, boolean) IS
+'Composite rerank (seed 002 §3): relevance (fusion, phrase, exact terms), recency with per-type half-lives against request.now (sequence fallback), importance, frequency from the usage snapshot, proximity, confidence, bounded support and temporal intent; drops candidates lacking a required anchor; ordered by score then evidence_id. with_context applies the neighbouring-turn lift of recall_context_lift in the same statement (what recall_memory runs). Runs as densemem_searcher.';
+ALTER FUNCTION dm_private.recall_rerank(uuid, text, dm_private.recall_fused [], jsonb, jsonb, jsonb, boolean)
+OWNER TO densemem_searcher;
+REVOKE ALL ON FUNCTION dm_private.recall_rerank(uuid, text, dm_private.recall_fused [], jsonb, jsonb, jsonb, boolean)
+FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION dm_private.recall_rerank(uuid, text, dm_private.recall_fused [], jsonb, jsonb, jsonb, boolean)
+TO densemem_app, densemem_analyst, densemem_operator;
+
+-- The rerank stage alone (no context lift), as a DBA calls and EXPLAINs it:
+-- the signature every caller of the first version used.
+CREATE OR REPLACE FUNCTION dm_private.recall_rerank(team_id uuid, query text, fused dm_private.recall_fused [],
+    req jsonb, settings jsonb, hops jsonb DEFAULT '{}')
+RETURNS SETOF dm_private.recall_scored
+LANGUAGE sql
+STABLE
+SET search_path = ''
+AS $$
+    SELECT r.* FROM dm_private.recall_rerank(team_id, query, fused, req, settings, hops, false) AS r
+$$;
 COMMENT ON FUNCTION dm_private.recall_rerank(uuid, text, dm_private.recall_fused [], jsonb, jsonb, jsonb) IS
-'Composite rerank (seed 002 §3): relevance (fusion, phrase, exact terms), recency with per-type half-lives against request.now (sequence fallback), importance, frequency from the usage snapshot, proximity, confidence, bounded support and temporal intent; drops candidates lacking a required anchor; ordered by score then evidence_id. Runs as densemem_searcher.';
-ALTER FUNCTION dm_private.recall_rerank(uuid, text, dm_private.recall_fused [], jsonb, jsonb, jsonb) OWNER TO densemem_searcher;
+'Composite rerank (seed 002 §3) without the context lift: dm_private.recall_rerank(..., with_context => false). Ordered by score then evidence_id.';
 REVOKE ALL ON FUNCTION dm_private.recall_rerank(uuid, text, dm_private.recall_fused [], jsonb, jsonb, jsonb) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION dm_private.recall_rerank(uuid, text, dm_private.recall_fused [], jsonb, jsonb, jsonb)
 TO densemem_app, densemem_analyst, densemem_operator;

@@ -302,11 +302,9 @@ BEGIN
         END IF;
 
         -- composite rerank and MMR
-        scored := ARRAY(SELECT s FROM dm_private.recall_rerank(team, query, fused, pass_req, settings, hops) AS s);
-        -- neighbouring-turn context (optional stage, sql/52): off unless the profile sets context.weight
-        IF COALESCE((settings #>> '{context,weight}')::double precision, 0) > 0 THEN
-            scored := ARRAY(SELECT s FROM dm_private.recall_context_lift(team, scored, settings) AS s);
-        END IF;
+        -- with the neighbouring-turn context lift (sql/52's stage, off unless
+        -- the profile sets context.weight) in the same statement
+        scored := ARRAY(SELECT s FROM dm_private.recall_rerank(team, query, fused, pass_req, settings, hops, true) AS s);
         IF pass = 1 THEN
             timings := timings || pg_catalog.jsonb_build_object('rerank_ms', EXTRACT(EPOCH FROM pg_catalog.clock_timestamp() - mark) * 1000);
             mark := pg_catalog.clock_timestamp();

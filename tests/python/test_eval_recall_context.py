@@ -192,3 +192,73 @@ def test_recall_memory_applies_the_stage_only_when_the_profile_enables_it(
     assert plain.index(ids[1]) > 1  # the reply loses to the louder strangers on its own
     assert lifted[1] == ids[1]  # its neighbour, the best match, lifts it
     assert sorted(plain) == sorted(lifted)  # the stage adds and drops nothing
+
+
+def _rerank_rows(
+    conn: psycopg.Connection[Any], team: uuid.UUID, query: str, settings: dict[str, Any], mode: str
+) -> list[tuple[Any, ...]]:
+    """Every column of the rerank of all the team's evidence (hand-made fused relevance by write order).
+
+    mode 'pipeline': recall_rerank(..., with_context => true), what recall_memory runs;
+    'stages': recall_context_lift(recall_rerank(...)), the two stages called one after the other;
+    'rerank': recall_rerank(...) alone.
+    """
+    args = "%(team)s, %(query)s, input.fused, %(req)s, %(settings)s"
+    rerank = f"dm_private.recall_rerank({args})"
+    call = {
+        "pipeline": f"dm_private.recall_rerank({args}, '{{}}', true)",
+        "stages": f"dm_private.recall_context_lift(%(team)s, ARRAY(SELECT r FROM {rerank} AS r), "
+        "%(settings)s)",
+        "rerank": rerank,
+    }[mode]
+    with acting_as(conn, Principal(team, None)) as cur:
+        cur.execute(
+            "WITH input AS ("
+            " SELECT pg_catalog.array_agg(ROW(d.document_id, d.subject_id, 1.0 / d.n, (d.n %% 7) / 6.0,"
+            "        d.n, NULL, NULL, d.n)::dm_private.recall_fused ORDER BY d.n) AS fused"
+            " FROM (SELECT x.document_id, x.subject_id,"
+            "              row_number() OVER (ORDER BY x.sequence_number)::integer AS n"
+            "       FROM dm_private.search_documents AS x"
+            "       WHERE x.team_id = %(team)s AND x.subject_kind = 'evidence') AS d)"
+            f" SELECT s.* FROM input, {call} AS s",
+            {
+                "team": team,
+                "query": query,
+                "req": Jsonb({"now": "2026-01-01T00:00:00Z"}),
+                "settings": Jsonb(settings),
+            },
+        )
+        return [tuple(row.values()) for row in cur]
+
+
+def test_rerank_with_context_equals_the_two_stages(admin_conn: psycopg.Connection[Any]) -> None:
+    """recall_memory lifts inside the rerank statement: the rows of sql/52 after sql/50, bit for bit."""
+    team, profile = make_team(admin_conn, "context-fused")
+    for i in range(24):
+        item: dict[str, Any] = {
+            "text": f"turn {i} about the trip {'glacier' if i % 3 else 'dentist'}",
+            "memory_type": "conversation" if i % 2 else "semantic",
+        }
+        if i % 5 != 4:  # some evidence has no source group
+            item["source"] = {
+                "external_id": f"t{i}",
+                "kind": "conversation_turn",
+                "source_group": f"s{i // 4}",
+            }
+        ingest(admin_conn, team, profile, [item])
+    row = admin_conn.execute("SELECT settings FROM dm_private.ranking_profiles WHERE is_default").fetchone()
+    assert row is not None
+    base: dict[str, Any] = row[0]
+    query = "trip glacier"
+    unlifted = _rerank_rows(admin_conn, team, query, base, "rerank")
+    assert len(unlifted) == 24
+    for context in ({"weight": 0.3, "radius": 2}, {"weight": 1.0, "radius": 5}, {"weight": 0.5}):
+        settings = {**base, "context": context}
+        pipeline = _rerank_rows(admin_conn, team, query, settings, "pipeline")
+        assert pipeline == _rerank_rows(admin_conn, team, query, settings, "stages")
+        assert pipeline != unlifted  # the data does exercise the lift
+    # recall_run skipped sql/52 at a weight of 0 or below: no lift, no error
+    for context in ({"weight": 0}, {"weight": -1}, {}):
+        assert _rerank_rows(admin_conn, team, query, {**base, "context": context}, "pipeline") == unlifted
+    with pytest.raises(psycopg.errors.InvalidParameterValue):
+        _rerank_rows(admin_conn, team, query, {**base, "context": {"weight": 1.5}}, "pipeline")
