@@ -893,7 +893,15 @@ AS $$
 DECLARE
     -- Checked first, as an expression (PERFORM would run a whole query).
     checked_team constant uuid := dm_private.require_team(match_team_id);
+    -- Each probe's LIKE pattern (its first letter), computed here: a
+    -- pattern the statement computes costs more than the % test in the
+    -- planner's eyes, and a sequential scan (a small team) then ran the
+    -- similarity on every name of the table before the first-letter test.
+    first_letters text [] := '{}'::text [];
 BEGIN
+    FOR i IN 1..LEAST(COALESCE(pg_catalog.cardinality(probes), 0), 2) LOOP
+        first_letters := first_letters || (pg_catalog.left(probes[i], 1) || '%');
+    END LOOP;
     RETURN (
         SELECT COALESCE(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
                 'entity_id', y.entity_id,
@@ -903,8 +911,7 @@ BEGIN
                 ORDER BY y.sim DESC, y.entity_id), '[]'::jsonb)
         FROM (
             SELECT DISTINCT ON (f.entity_id) f.entity_id, f.mention, f.sim
-            FROM pg_catalog.unnest(probes[1:2]) AS c (candidate)
-            CROSS JOIN LATERAL (SELECT pg_catalog.left(c.candidate, 1) || '%' AS first_letter) AS l
+            FROM ROWS FROM (pg_catalog.unnest(probes[1:2]), pg_catalog.unnest(first_letters)) AS c (candidate, first_letter)
             CROSS JOIN LATERAL (
                 SELECT n.entity_id, c.candidate AS mention, public.similarity(n.normalized_name, c.candidate) AS sim
                 FROM dm_private.entity_names AS n
@@ -912,7 +919,7 @@ BEGIN
                   -- Same first letter: a cheap test that runs before the costly
                   -- similarity when the planner reads a small team's names
                   -- (equal-cost quals keep their written order).
-                  AND n.normalized_name LIKE l.first_letter
+                  AND n.normalized_name LIKE c.first_letter
                   AND n.normalized_name OPERATOR(public.%) c.candidate
                 ORDER BY public.similarity(n.normalized_name, c.candidate) DESC, n.entity_id
                 LIMIT 3
@@ -1053,16 +1060,18 @@ COMMENT ON FUNCTION dm_private.predicate_hints(uuid, text []) IS
 
 -- Everything dm.parse_query reads from the team's tables, in one definer
 -- call and one statement: the team check, the exact entity names and
--- aliases, and the predicate hints (the same rules as
+-- aliases, and the predicate hints (the same answers as
 -- dm_private.match_query_entities and dm_private.predicate_hints, which
 -- stay for direct use); then the trigram probe only for candidates outside
--- an exact match. One statement instead of two saves a PL/pgSQL call, an
--- executor start and end, and the row-level-security subqueries of the
--- caller's synonym scan (the searcher reads the team's rows through the
--- explicit, checked team predicate). The override rule needs no join: a
--- default is dropped when its phrase is among the team's phrases that occur
--- in the query, read in the same scan as the team's enabled rows and only
--- when a default matched.
+-- an exact match. The statement is lean: the matching rows come back as
+-- arrays (one aggregate over each index scan, no sort, no DISTINCT ON, no
+-- GROUP BY), and the handful of rows a query matches is reduced and ordered
+-- here, by the same rules, in a few PL/pgSQL expressions: initializing
+-- sort, unique and hash-aggregate nodes on every call cost more than the
+-- rows they order. More than 16 rows (never seen in a real question) take
+-- the SQL functions above. The override rule needs no join: a default is
+-- dropped when its phrase is among the team's phrases that occur in the
+-- query (that subquery runs only when a default matched).
 CREATE OR REPLACE FUNCTION dm_private.match_query_names(match_team_id uuid, ngrams text [], fuzzy text [])
 RETURNS jsonb
 LANGUAGE plpgsql
@@ -1073,10 +1082,23 @@ AS $$
 DECLARE
     -- Checked first, as an expression (PERFORM would run a whole query).
     checked_team constant uuid := dm_private.require_team(match_team_id);
-    found jsonb;
-    predicates jsonb;
-    matched_names text [];
-    matched_ids uuid [];
+    ids uuid [];
+    mentions text [];
+    canonical boolean [];
+    display text [];
+    hints text [];
+    n integer;
+    name_rows integer;
+    first_at integer;
+    picked integer [] := '{}'::integer [];
+    pos integer [] := '{}'::integer [];
+    names text [] := '{}'::text [];
+    better boolean;
+    k integer;
+    found jsonb := '[]'::jsonb;
+    predicates jsonb := '[]'::jsonb;
+    matched_names text [] := '{}'::text [];
+    matched_ids uuid [] := '{}'::uuid [];
     candidate text;
     covered text;
     probes text [] := '{}'::text [];
@@ -1085,50 +1107,108 @@ BEGIN
         RETURN '{"entities": [], "predicates": []}'::jsonb;
     END IF;
     SELECT
-        COALESCE(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
-            'entity_id', d.entity_id,
-            'name', (SELECT e.canonical_name FROM dm_private.entities AS e
-                     WHERE e.team_id = match_team_id AND e.entity_id = d.entity_id),
-            'mention', d.mention, 'match', d.match_kind, 'similarity', 1.0)
-            ORDER BY d.match_kind DESC, pg_catalog.length(d.mention) DESC, d.entity_id), '[]'::jsonb),
-        pg_catalog.array_agg(d.mention),
-        pg_catalog.array_agg(d.entity_id),
-        (SELECT COALESCE(pg_catalog.jsonb_agg(p.predicate ORDER BY p.first_at, p.predicate), '[]'::jsonb)
+        pg_catalog.array_agg(x.entity_id), pg_catalog.array_agg(x.normalized_name),
+        pg_catalog.array_agg(x.is_canonical),
+        -- The canonical name by primary key, for the matches only.
+        pg_catalog.array_agg((SELECT e.canonical_name FROM dm_private.entities AS e
+                              WHERE e.team_id = match_team_id AND e.entity_id = x.entity_id)),
+        -- Predicate and first position among the n-grams, as 'predicate position'
+        -- (a predicate holds no space).
+        (SELECT pg_catalog.array_agg(m.predicate || ' ' || pg_catalog.array_position(ngrams, m.phrase))
          FROM (
-            SELECT m.predicate, pg_catalog.min(pg_catalog.array_position(ngrams, m.phrase)) AS first_at
-            FROM (
-                SELECT s.predicate, s.phrase
-                FROM dm_private.predicate_synonyms AS s
-                WHERE s.team_id = match_team_id AND s.phrase COLLATE "C" = ANY (ngrams) AND s.enabled
-                UNION ALL
-                SELECT f.predicate, f.phrase
-                FROM dm_private.predicate_synonym_defaults AS f
-                WHERE f.phrase COLLATE "C" = ANY (ngrams)
-                  AND NOT f.phrase = ANY (COALESCE((
-                    SELECT pg_catalog.array_agg(o.phrase) FROM dm_private.predicate_synonyms AS o
-                    WHERE o.team_id = match_team_id AND o.phrase COLLATE "C" = ANY (ngrams)), '{}'::text []))
-            ) AS m
-            GROUP BY m.predicate
-         ) AS p)
-    INTO found, matched_names, matched_ids, predicates
-    FROM (
-        SELECT DISTINCT ON (n.entity_id)
-            n.entity_id, n.normalized_name AS mention,
-            CASE WHEN n.is_canonical THEN 'exact' ELSE 'alias' END AS match_kind
-        FROM dm_private.entity_names AS n
-        WHERE n.team_id = match_team_id AND n.normalized_name COLLATE "C" = ANY (ngrams)
-        ORDER BY n.entity_id, n.is_canonical DESC, pg_catalog.length(n.normalized_name) DESC, n.normalized_name
-    ) AS d;
-    IF pg_catalog.jsonb_array_length(found) > 10 THEN
-        found := dm_private.parse_first_ten(found);
-    END IF;
-    IF pg_catalog.jsonb_array_length(predicates) > 10 THEN
-        predicates := dm_private.parse_first_ten(predicates);
+            SELECT s.predicate, s.phrase
+            FROM dm_private.predicate_synonyms AS s
+            WHERE s.team_id = match_team_id AND s.phrase COLLATE "C" = ANY (ngrams) AND s.enabled
+            UNION ALL
+            SELECT f.predicate, f.phrase
+            FROM dm_private.predicate_synonym_defaults AS f
+            WHERE f.phrase COLLATE "C" = ANY (ngrams)
+              AND NOT f.phrase = ANY (COALESCE((
+                SELECT pg_catalog.array_agg(o.phrase) FROM dm_private.predicate_synonyms AS o
+                WHERE o.team_id = match_team_id AND o.phrase COLLATE "C" = ANY (ngrams)), '{}'::text []))
+         ) AS m)
+    INTO ids, mentions, canonical, display, hints
+    FROM dm_private.entity_names AS x
+    WHERE x.team_id = match_team_id AND x.normalized_name COLLATE "C" = ANY (ngrams);
+
+    -- Entities: the best name of each entity (canonical, then longer, then
+    -- smaller), then canonical before alias, longer mentions first, by id;
+    -- the first ten.
+    n := COALESCE(pg_catalog.cardinality(ids), 0);
+    name_rows := n;
+    IF n > 16 THEN
+        found := dm_private.match_query_entities(match_team_id, ngrams, fuzzy);
+    ELSIF n > 0 THEN
+        FOR i IN 1..n LOOP
+            better := false;
+            FOR j IN 1..n LOOP
+                IF j <> i AND ids[j] = ids[i] AND (canonical[j] > canonical[i] OR (canonical[j] = canonical[i] AND (
+                       pg_catalog.length(mentions[j]) > pg_catalog.length(mentions[i])
+                       OR (pg_catalog.length(mentions[j]) = pg_catalog.length(mentions[i]) AND mentions[j] < mentions[i])))) THEN
+                    better := true;
+                    EXIT;
+                END IF;
+            END LOOP;
+            CONTINUE WHEN better;
+            -- Insertion into picked, kept in output order.
+            k := pg_catalog.cardinality(picked);
+            picked := picked || i;
+            WHILE k > 0 AND (canonical[i] > canonical[picked[k]] OR (canonical[i] = canonical[picked[k]] AND (
+                      pg_catalog.length(mentions[i]) > pg_catalog.length(mentions[picked[k]])
+                      OR (pg_catalog.length(mentions[i]) = pg_catalog.length(mentions[picked[k]]) AND ids[i] < ids[picked[k]])))) LOOP
+                picked[k + 1] := picked[k];
+                picked[k] := i;
+                k := k - 1;
+            END LOOP;
+        END LOOP;
+        FOREACH k IN ARRAY picked LOOP
+            matched_names := matched_names || mentions[k];
+            matched_ids := matched_ids || ids[k];
+            CONTINUE WHEN pg_catalog.jsonb_array_length(found) >= 10;
+            found := found || pg_catalog.jsonb_build_object(
+                'entity_id', ids[k], 'name', display[k], 'mention', mentions[k],
+                'match', CASE WHEN canonical[k] THEN 'exact' ELSE 'alias' END, 'similarity', 1.0);
+        END LOOP;
     END IF;
 
-    -- At most 2 probes; candidates inside an exact match need none.
-    IF fuzzy IS NOT NULL AND pg_catalog.cardinality(fuzzy) > 0 AND pg_catalog.jsonb_array_length(found) < 10 THEN
-        covered := ' ' || COALESCE(pg_catalog.array_to_string(matched_names, ' | '), '') || ' ';
+    -- Predicates: each once at its first position among the n-grams, in
+    -- that order (then by name), the first ten.
+    n := COALESCE(pg_catalog.cardinality(hints), 0);
+    IF n > 16 THEN
+        predicates := dm_private.predicate_hints(match_team_id, ngrams);
+    ELSIF n = 1 THEN
+        predicates := pg_catalog.jsonb_build_array(pg_catalog.split_part(hints[1], ' ', 1));
+    ELSIF n > 1 THEN
+        FOR i IN 1..n LOOP
+            candidate := pg_catalog.split_part(hints[i], ' ', 1);
+            first_at := pg_catalog.split_part(hints[i], ' ', 2)::integer;
+            k := pg_catalog.array_position(names, candidate);
+            IF k IS NULL THEN
+                names := names || candidate;
+                pos := pos || first_at;
+            ELSIF first_at < pos[k] THEN
+                pos[k] := first_at;
+            END IF;
+        END LOOP;
+        picked := '{}'::integer [];
+        FOR i IN 1..pg_catalog.cardinality(names) LOOP
+            k := pg_catalog.cardinality(picked);
+            picked := picked || i;
+            WHILE k > 0 AND (pos[i] < pos[picked[k]] OR (pos[i] = pos[picked[k]] AND names[i] < names[picked[k]])) LOOP
+                picked[k + 1] := picked[k];
+                picked[k] := i;
+                k := k - 1;
+            END LOOP;
+        END LOOP;
+        FOREACH k IN ARRAY picked[1:10] LOOP
+            predicates := predicates || pg_catalog.to_jsonb(names[k]);
+        END LOOP;
+    END IF;
+
+    -- At most 2 trigram probes; candidates inside an exact match need none
+    -- (more than 16 name rows: dm_private.match_query_entities probed).
+    IF name_rows <= 16 AND fuzzy IS NOT NULL AND pg_catalog.cardinality(fuzzy) > 0 AND pg_catalog.jsonb_array_length(found) < 10 THEN
+        covered := ' ' || pg_catalog.array_to_string(matched_names, ' | ') || ' ';
         FOREACH candidate IN ARRAY fuzzy LOOP
             EXIT WHEN pg_catalog.cardinality(probes) >= 2;
             IF pg_catalog.strpos(covered, ' ' || candidate || ' ') = 0 THEN
@@ -1215,7 +1295,7 @@ densemem_app, densemem_analyst, densemem_operator, densemem_searcher;
 GRANT EXECUTE ON FUNCTION dm_private.parse_query_text(text, timestamptz) TO
 densemem_app, densemem_analyst, densemem_operator, densemem_searcher;
 GRANT EXECUTE ON FUNCTION dm_private.match_query_entities(uuid, text [], text []) TO
-densemem_app, densemem_analyst, densemem_operator;
+densemem_app, densemem_analyst, densemem_operator, densemem_searcher;
 GRANT EXECUTE ON FUNCTION dm_private.parse_first_ten(jsonb) TO
 densemem_app, densemem_analyst, densemem_operator, densemem_searcher;
 GRANT EXECUTE ON FUNCTION dm_private.match_entity_trigrams(uuid, text [], uuid []) TO
