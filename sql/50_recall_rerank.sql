@@ -137,7 +137,12 @@ BEGIN
             WHERE d.policy_labels <@ scopes
               AND (pg_catalog.cardinality(anchors) = 0 OR dm_private.recall_has_anchors(d.body, anchors))
         ),
-        usage AS (
+        -- usage and support are MATERIALIZED: each runs once and is joined by
+        -- hash. Inlined, a generic plan puts them on the inner side of a
+        -- nested loop over the candidates, and every rescan sorts the
+        -- candidate-id array of its "= ANY" index condition again (100
+        -- candidates: 100 sorts of 100 uuids per recall).
+        usage AS MATERIALIZED (
             SELECT u.evidence_id, u.retrieved_count, u.used_count
             FROM dm_private.usage_snapshot_counts AS u
             WHERE u.team_id = team
@@ -146,7 +151,7 @@ BEGIN
                                                             WHERE s.team_id = team))
               AND u.evidence_id = ANY (ARRAY(SELECT f.evidence_id FROM pg_catalog.unnest(fused) AS f))
         ),
-        support AS (
+        support AS MATERIALIZED (
             SELECT re.evidence_id,
                    pg_catalog.max(CASE r.tier WHEN 'fact' THEN 1.0 WHEN 'validated_claim' THEN 0.7 ELSE 0.0 END)
                        ::double precision AS strength
