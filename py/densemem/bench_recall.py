@@ -14,7 +14,8 @@ Then, as densemem_app under RLS, it measures inside the database
 (clock_timestamp around each call, one client, after a warm-up):
 - dm.recall_memory per team-size bucket: p50 / p95 / p99;
 - time per stage (from dm.explain_recall, as densemem_operator);
-- ranking 100 candidates (dm_private.recall_rerank + dm_private.recall_mmr);
+- ranking 100 candidates (dm_private.recall_rerank with the context lift, as
+  recall_memory runs it, + dm_private.recall_mmr);
 - vector branch recall@50 against the exact oracle, per bucket.
 """
 
@@ -120,13 +121,14 @@ DECLARE
     scored dm_private.recall_scored [];
     picked integer;
 BEGIN
-    -- composite rerank + MMR of the fused candidates, timed alone
+    -- composite rerank (with the context lift, as recall_run calls it) + MMR
+    -- of the fused candidates, timed alone
     FOR r IN SELECT * FROM bench_ranking_input ORDER BY i LOOP
         PERFORM pg_catalog.set_config('densemem.team_id', r.team::text, true);
         fused := r.fused;
         started := pg_catalog.clock_timestamp();
         scored := ARRAY(SELECT s FROM dm_private.recall_rerank(r.team, r.query, fused, r.req,
-            r.settings, '{}') AS s);
+            r.settings, '{}', true) AS s);
         SELECT pg_catalog.count(*) INTO picked FROM dm_private.recall_mmr(r.team, scored, r.settings,
             10) AS m;
         IF r.i > warmup THEN
