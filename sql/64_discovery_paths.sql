@@ -105,6 +105,7 @@ DECLARE
     query_words text [];
     seed_ids uuid [] := '{}';
     seed_scores jsonb := '{}';
+    inactive_owners uuid [] := '{}';
     candidate record;
     chosen jsonb := '[]';
     chosen_relationships uuid [] := '{}';
@@ -197,8 +198,12 @@ BEGIN
             LIMIT seed_count
         )
         SELECT COALESCE(pg_catalog.array_agg(ranked.entity_id ORDER BY ranked.score DESC, ranked.entity_id), '{}'),
-               COALESCE(pg_catalog.jsonb_object_agg(ranked.entity_id::text, ranked.score), '{}'::jsonb)
-        INTO seed_ids, seed_scores
+               COALESCE(pg_catalog.jsonb_object_agg(ranked.entity_id::text, ranked.score), '{}'::jsonb),
+               -- The team's profiles that are not active, read once: "owner
+               -- active" below is a membership test, not a profiles join per row.
+               ARRAY(SELECT p.profile_id FROM dm_private.profiles AS p
+                     WHERE p.team_id = team AND p.state <> 'active')
+        INTO seed_ids, seed_scores, inactive_owners
         FROM ranked;
     END IF;
 
@@ -292,8 +297,7 @@ BEGIN
             JOIN dm_private.evidence AS ev ON ev.team_id = team AND ev.evidence_id = l.evidence_id
             JOIN dm_private.source_revisions AS sr
               ON sr.team_id = team AND sr.source_id = ev.source_id AND sr.revision_id = ev.revision_id
-            JOIN dm_private.profiles AS ep ON ep.team_id = team AND ep.profile_id = ev.owner_profile_id
-            WHERE ev.state = 'active' AND sr.is_current AND ep.state = 'active'
+            WHERE ev.state = 'active' AND sr.is_current AND ev.owner_profile_id <> ALL(inactive_owners)
               AND (valid_at IS NULL OR ((ev.valid_from IS NULL OR ev.valid_from <= valid_at)
                                         AND (ev.valid_to IS NULL OR valid_at < ev.valid_to)))
               AND (CASE WHEN known_at IS NULL THEN ev.known_to IS NULL OR ev.known_to > pg_catalog.now()
@@ -329,24 +333,16 @@ BEGIN
         -- correction (supersede) chose a preferred side. The team's
         -- single-valued predicates are read once, and only when some edge
         -- has a recorded conflict.
-        disagreeing AS MATERIALIZED (
-            SELECT rc.relationship_id, rc.other_id, rc.kind, rc.preferred_relationship_id
-            FROM recorded AS rc
-            JOIN rels ON rels.relationship_id = rc.relationship_id
-            JOIN dm_private.relationships AS o ON o.team_id = team AND o.relationship_id = rc.other_id
-            WHERE rc.preferred_relationship_id IS NOT NULL
-               OR dm_private.relationships_disagree(rels.predicate, rels.polarity, rels.object_entity_id,
-                                                    rels.object_value, o.polarity, o.object_entity_id,
-                                                    o.object_value,
-                                                    (SELECT dm_private.single_valued_predicates(team)))
-        ),
-        -- The other side, when it is eligible itself (and whether a verified,
-        -- eligible piece of evidence supports it), or when it was superseded
-        -- by this very edge (the client may trace the corrected knowledge).
+        -- The other side of each of them, when it is eligible itself (and
+        -- whether a verified, eligible piece of evidence supports it), or when
+        -- it was superseded by this very edge (the client may trace the
+        -- corrected knowledge). One read of the other relationship.
         conflict_sides AS MATERIALIZED (
             SELECT rc.relationship_id, rc.other_id, rc.kind, rc.preferred_relationship_id,
                    o.owner_profile_id AS other_owner, o.status AS other_status,
-                   (o.status = 'active' AND o.tier IN ('validated_claim', 'fact') AND op.state = 'active'
+                   o.superseded_by_relationship_id AS other_superseded_by,
+                   (o.status = 'active' AND o.tier IN ('validated_claim', 'fact')
+                    AND o.owner_profile_id <> ALL(inactive_owners)
                     AND (o.known_to IS NULL OR o.known_to > pg_catalog.now())
                     AND (valid_at IS NULL OR ((o.valid_from IS NULL OR o.valid_from <= valid_at)
                                               AND (o.valid_to IS NULL OR valid_at < o.valid_to)))
@@ -357,17 +353,21 @@ BEGIN
                        JOIN dm_private.evidence AS oev ON oev.team_id = team AND oev.evidence_id = ore.evidence_id
                        JOIN dm_private.source_revisions AS osr
                          ON osr.team_id = team AND osr.source_id = oev.source_id AND osr.revision_id = oev.revision_id
-                       JOIN dm_private.profiles AS oep ON oep.team_id = team AND oep.profile_id = oev.owner_profile_id
                        WHERE ore.team_id = team AND ore.relationship_id = o.relationship_id AND ore.accepted
-                         AND oev.state = 'active' AND osr.is_current AND oep.state = 'active'
+                         AND oev.state = 'active' AND osr.is_current AND oev.owner_profile_id <> ALL(inactive_owners)
                          AND (oev.known_to IS NULL OR oev.known_to > pg_catalog.now())
                          AND NOT EXISTS (
                              SELECT 1 FROM pg_catalog.jsonb_each(oev.labels) AS l (key, value)
                              WHERE l.value = 'true'::jsonb AND NOT (l.key = ANY(scopes)))
                    ) AS other_supported
-            FROM disagreeing AS rc
+            FROM recorded AS rc
+            JOIN rels ON rels.relationship_id = rc.relationship_id
             JOIN dm_private.relationships AS o ON o.team_id = team AND o.relationship_id = rc.other_id
-            JOIN dm_private.profiles AS op ON op.team_id = team AND op.profile_id = o.owner_profile_id
+            WHERE rc.preferred_relationship_id IS NOT NULL
+               OR dm_private.relationships_disagree(rels.predicate, rels.polarity, rels.object_entity_id,
+                                                    rels.object_value, o.polarity, o.object_entity_id,
+                                                    o.object_value,
+                                                    (SELECT dm_private.single_valued_predicates(team)))
         ),
         conflict_refs AS MATERIALIZED (
             SELECT cs.relationship_id,
@@ -387,9 +387,8 @@ BEGIN
             FROM (
                 SELECT c2.*, pg_catalog.row_number() OVER (PARTITION BY c2.relationship_id ORDER BY c2.other_id) AS n
                 FROM conflict_sides AS c2
-                JOIN dm_private.relationships AS o2 ON o2.team_id = team AND o2.relationship_id = c2.other_id
                 WHERE c2.other_eligible
-                   OR (c2.other_status = 'superseded' AND o2.superseded_by_relationship_id = c2.relationship_id)
+                   OR (c2.other_status = 'superseded' AND c2.other_superseded_by = c2.relationship_id)
             ) AS cs
             JOIN dm_private.profiles AS pn ON pn.team_id = team AND pn.profile_id = cs.other_owner
             WHERE cs.n <= 3
@@ -414,9 +413,9 @@ BEGIN
                 LIMIT 50
             ) AS eq
             JOIN dm_private.relationships AS o ON o.team_id = team AND o.relationship_id = eq.relationship_id
-            JOIN dm_private.profiles AS op ON op.team_id = team AND op.profile_id = o.owner_profile_id
             WHERE eq.owner_profile_id <> rels.owner_profile_id
-              AND o.status = 'active' AND o.tier IN ('validated_claim', 'fact') AND op.state = 'active'
+              AND o.status = 'active' AND o.tier IN ('validated_claim', 'fact')
+              AND o.owner_profile_id <> ALL(inactive_owners)
               AND (o.known_to IS NULL OR o.known_to > pg_catalog.now())
               AND EXISTS (
                   SELECT 1
@@ -424,9 +423,8 @@ BEGIN
                   JOIN dm_private.evidence AS oev ON oev.team_id = team AND oev.evidence_id = ore.evidence_id
                   JOIN dm_private.source_revisions AS osr
                     ON osr.team_id = team AND osr.source_id = oev.source_id AND osr.revision_id = oev.revision_id
-                  JOIN dm_private.profiles AS oep ON oep.team_id = team AND oep.profile_id = oev.owner_profile_id
                   WHERE ore.team_id = team AND ore.relationship_id = o.relationship_id AND ore.accepted
-                    AND oev.state = 'active' AND osr.is_current AND oep.state = 'active'
+                    AND oev.state = 'active' AND osr.is_current AND oev.owner_profile_id <> ALL(inactive_owners)
                     AND (oev.known_to IS NULL OR oev.known_to > pg_catalog.now())
                     AND NOT EXISTS (
                         SELECT 1 FROM pg_catalog.jsonb_each(oev.labels) AS l (key, value)
@@ -444,7 +442,9 @@ BEGIN
                        'object_value', rels.object_value,
                        'polarity', rels.polarity,
                        'owner_profile', CASE WHEN cr.refs IS NOT NULL OR COALESCE(co.corroborators, 0) > 0 THEN
-                           pg_catalog.jsonb_build_object('profile_id', rels.owner_profile_id, 'name', op.name) END,
+                           pg_catalog.jsonb_build_object('profile_id', rels.owner_profile_id, 'name',
+                               (SELECT op.name FROM dm_private.profiles AS op
+                                WHERE op.team_id = team AND op.profile_id = rels.owner_profile_id)) END,
                        'preferred', CASE WHEN cr.is_preferred THEN true END,
                        'conflicts', cr.refs)) AS edge_json,
                    (CASE WHEN ph.hit THEN 1.0 ELSE 0.0 END
@@ -464,7 +464,6 @@ BEGIN
             JOIN predicate_hits AS ph ON ph.predicate = rels.predicate
             JOIN dm_private.entities AS se ON se.team_id = team AND se.entity_id = rels.subject_entity_id
             LEFT JOIN dm_private.entities AS oe ON oe.team_id = team AND oe.entity_id = rels.object_entity_id
-            JOIN dm_private.profiles AS op ON op.team_id = team AND op.profile_id = rels.owner_profile_id
             LEFT JOIN conflict_refs AS cr ON cr.relationship_id = rels.relationship_id
             LEFT JOIN corroboration AS co ON co.relationship_id = rels.relationship_id
         ),
