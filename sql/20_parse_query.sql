@@ -254,7 +254,6 @@ DECLARE
     t4 text;
     n timestamp;
     today0 timestamp;
-    p text [];
     prefix text;
     prep text;
     b text;
@@ -274,6 +273,7 @@ DECLARE
     intent text;
     temporal boolean;
     w text;
+    form text;
     window_json jsonb := 'null'::jsonb;
 BEGIN
     IF clock IS NOT NULL AND (
@@ -339,42 +339,62 @@ BEGIN
             t3 := toks[j + 2];
             t4 := toks[j + 3];
             k := 0;
-            -- Each regular expression anchored on a digit (or a letter) runs
-            -- only when the token's first character is one (ascii() is cheap,
-            -- a regex run allocates its automaton).
+            -- The base form is recognized here, once, and its kind kept in
+            -- form; the window below is computed from the tokens by kind.
+            -- Token shapes are tested with string functions, not regular
+            -- expressions (a regex run builds its automaton on every call):
+            -- digits{1,3} (3), a year 19xx/20xx (2023), yyyy-mm-dd, a day
+            -- [0-3]?[0-9] with an optional st/nd/rd/th (8th); each test is
+            -- exactly its regular expression in docs/QUERY_GRAMMAR.md.
+            form := NULL;
             IF t1 IS NULL THEN
                 k := 0;
-            ELSIF (t1 = ANY (numbers) OR (pg_catalog.ascii(t1) BETWEEN 48 AND 57 AND t1 ~ '^[0-9]{1,3}$')) AND t2 = ANY (units) AND t3 = 'ago' THEN
+            ELSIF (t1 = ANY (numbers) OR (pg_catalog.ascii(t1) BETWEEN 48 AND 57 AND pg_catalog.length(t1) <= 3 AND pg_catalog.ltrim(t1, '0123456789') = '')) AND t2 = ANY (units) AND t3 = 'ago' THEN
                 k := 3;                                   -- 3 days ago
-            ELSIF (pg_catalog.ascii(t1) BETWEEN 48 AND 57 AND t1 ~ '^[0-9]{4}-[0-9]{2}-[0-9]{2}$') THEN
+                form := 'ago';
+            ELSIF (pg_catalog.ascii(t1) BETWEEN 48 AND 57 AND pg_catalog.length(t1) = 10 AND pg_catalog.substr(t1, 5, 1) = '-' AND pg_catalog.substr(t1, 8, 1) = '-' AND pg_catalog.translate(t1, '0123456789', '') = '--') THEN
                 k := 1;                                   -- 2023-05-08
-            ELSIF (pg_catalog.ascii(t1) BETWEEN 48 AND 57 AND t1 ~ '^[0-3]?[0-9](?:st|nd|rd|th)?$') AND (t2 = ANY (months) OR (t2 = 'of' AND t3 = ANY (months))) THEN
+                form := 'iso';
+            ELSIF (pg_catalog.ascii(t1) BETWEEN 48 AND 57 AND CASE pg_catalog.ltrim(t1, '0123456789') WHEN '' THEN pg_catalog.length(t1) = 1 OR (pg_catalog.length(t1) = 2 AND pg_catalog.ascii(t1) <= 51) WHEN 'st' THEN pg_catalog.length(t1) = 3 OR (pg_catalog.length(t1) = 4 AND pg_catalog.ascii(t1) <= 51) WHEN 'nd' THEN pg_catalog.length(t1) = 3 OR (pg_catalog.length(t1) = 4 AND pg_catalog.ascii(t1) <= 51) WHEN 'rd' THEN pg_catalog.length(t1) = 3 OR (pg_catalog.length(t1) = 4 AND pg_catalog.ascii(t1) <= 51) WHEN 'th' THEN pg_catalog.length(t1) = 3 OR (pg_catalog.length(t1) = 4 AND pg_catalog.ascii(t1) <= 51) ELSE false END) AND (t2 = ANY (months) OR (t2 = 'of' AND t3 = ANY (months))) THEN
                 IF t2 = 'of' THEN
-                    k := CASE WHEN (pg_catalog.ascii(t4) BETWEEN 48 AND 57 AND t4 ~ '^(?:19|20)[0-9]{2}$') THEN 4 ELSE 3 END;   -- 8th of May [2023]
+                    k := CASE WHEN (pg_catalog.ascii(t4) BETWEEN 48 AND 57 AND pg_catalog.length(t4) = 4 AND pg_catalog.left(t4, 2) IN ('19', '20') AND pg_catalog.ltrim(t4, '0123456789') = '') THEN 4 ELSE 3 END;   -- 8th of May [2023]
                 ELSE
-                    k := CASE WHEN (pg_catalog.ascii(t3) BETWEEN 48 AND 57 AND t3 ~ '^(?:19|20)[0-9]{2}$') THEN 3 ELSE 2 END;   -- 8 May [2023]
+                    k := CASE WHEN (pg_catalog.ascii(t3) BETWEEN 48 AND 57 AND pg_catalog.length(t3) = 4 AND pg_catalog.left(t3, 2) IN ('19', '20') AND pg_catalog.ltrim(t3, '0123456789') = '') THEN 3 ELSE 2 END;   -- 8 May [2023]
                 END IF;
+                form := CASE WHEN k = 2 OR (k = 3 AND t2 = 'of') THEN 'day month' ELSE 'day month year' END;
             ELSIF t1 = ANY (months) THEN
-                IF (pg_catalog.ascii(t2) BETWEEN 48 AND 57 AND t2 ~ '^[0-3]?[0-9](?:st|nd|rd|th)?$') THEN
-                    k := CASE WHEN (pg_catalog.ascii(t3) BETWEEN 48 AND 57 AND t3 ~ '^(?:19|20)[0-9]{2}$') THEN 3 ELSE 2 END;   -- May 8[, 2023]
-                ELSIF (pg_catalog.ascii(t2) BETWEEN 48 AND 57 AND t2 ~ '^(?:19|20)[0-9]{2}$') THEN
+                IF (pg_catalog.ascii(t2) BETWEEN 48 AND 57 AND CASE pg_catalog.ltrim(t2, '0123456789') WHEN '' THEN pg_catalog.length(t2) = 1 OR (pg_catalog.length(t2) = 2 AND pg_catalog.ascii(t2) <= 51) WHEN 'st' THEN pg_catalog.length(t2) = 3 OR (pg_catalog.length(t2) = 4 AND pg_catalog.ascii(t2) <= 51) WHEN 'nd' THEN pg_catalog.length(t2) = 3 OR (pg_catalog.length(t2) = 4 AND pg_catalog.ascii(t2) <= 51) WHEN 'rd' THEN pg_catalog.length(t2) = 3 OR (pg_catalog.length(t2) = 4 AND pg_catalog.ascii(t2) <= 51) WHEN 'th' THEN pg_catalog.length(t2) = 3 OR (pg_catalog.length(t2) = 4 AND pg_catalog.ascii(t2) <= 51) ELSE false END) THEN
+                    k := CASE WHEN (pg_catalog.ascii(t3) BETWEEN 48 AND 57 AND pg_catalog.length(t3) = 4 AND pg_catalog.left(t3, 2) IN ('19', '20') AND pg_catalog.ltrim(t3, '0123456789') = '') THEN 3 ELSE 2 END;   -- May 8[, 2023]
+                    form := CASE k WHEN 3 THEN 'month day year' ELSE 'month day' END;
+                ELSIF (pg_catalog.ascii(t2) BETWEEN 48 AND 57 AND pg_catalog.length(t2) = 4 AND pg_catalog.left(t2, 2) IN ('19', '20') AND pg_catalog.ltrim(t2, '0123456789') = '') THEN
                     k := 2;                               -- May 2023
+                    form := 'month year';
                 ELSE
                     k := 1;                               -- May
+                    form := 'month';
                 END IF;
             ELSIF t1 IN ('today', 'tonight', 'yesterday', 'tomorrow') THEN
                 k := 1;
+                form := 'day word';
             ELSIF (t1 = 'last' AND t2 = 'night') OR (t1 = 'this' AND t2 IN ('morning', 'afternoon', 'evening')) THEN
                 k := 2;
+                form := 'day word';
             ELSIF t1 IN ('last', 'this', 'next', 'past', 'previous') AND t2 IN ('weekend', 'week', 'month', 'year') THEN
                 k := 2;
-            ELSIF t1 IN ('last', 'past', 'previous') AND (t2 = ANY (numbers) OR (pg_catalog.ascii(t2) BETWEEN 48 AND 57 AND t2 ~ '^[0-9]{1,3}$'))
+                form := 'period';
+            ELSIF t1 IN ('last', 'past', 'previous') AND (t2 = ANY (numbers) OR (pg_catalog.ascii(t2) BETWEEN 48 AND 57 AND pg_catalog.length(t2) <= 3 AND pg_catalog.ltrim(t2, '0123456789') = ''))
                   AND t3 = ANY (units) THEN
                 k := 3;                                   -- last 3 days
+                form := 'rolling';
             ELSIF t1 IN ('last', 'previous') AND t2 = ANY (weekdays) THEN
                 k := 2;
-            ELSIF t1 = ANY (weekdays) OR (pg_catalog.ascii(t1) BETWEEN 48 AND 57 AND t1 ~ '^(?:19|20)[0-9]{2}$') THEN
-                k := 1;                                   -- Friday, 2023 (need a preposition)
+                form := 'weekday';
+            ELSIF t1 = ANY (weekdays) THEN
+                k := 1;                                   -- Friday (needs a preposition)
+                form := 'weekday';
+            ELSIF (pg_catalog.ascii(t1) BETWEEN 48 AND 57 AND pg_catalog.length(t1) = 4 AND pg_catalog.left(t1, 2) IN ('19', '20') AND pg_catalog.ltrim(t1, '0123456789') = '') THEN
+                k := 1;                                   -- 2023 (needs a preposition)
+                form := 'year';
             END IF;
             IF k = 0 THEN
                 i := i + 1;
@@ -387,34 +407,34 @@ BEGIN
             y := NULL;
             mo := NULL;
             d := NULL;
-            IF (pg_catalog.ascii(b) BETWEEN 48 AND 57 AND b ~ '^[0-9]{4}-') THEN
+            IF form = 'iso' THEN
                 -- 2023-05-08
                 y := pg_catalog.substr(b, 1, 4)::integer;
                 mo := pg_catalog.substr(b, 6, 2)::integer;
                 d := pg_catalog.substr(b, 9, 2)::integer;
-            ELSIF (pg_catalog.ascii(b) BETWEEN 48 AND 57 AND b ~ '^[0-9]{1,2}[a-z]* (?:of )?[a-z]+,? ?[0-9]{4}$') THEN
-                -- 8 May 2023, 8th of May, 2023
-                p := pg_catalog.regexp_match(b, '^([0-9]+)[a-z]* (?:of )?([a-z]+),? ?([0-9]{4})$');
-                d := p[1]::integer;
-                mo := (pg_catalog.strpos('janfebmaraprmayjunjulaugsepoctnovdec', pg_catalog.left(p[2], 3)) + 2) / 3;
-                y := p[3]::integer;
-            ELSIF (pg_catalog.ascii(b) BETWEEN 97 AND 122 AND b ~ '^[a-z]+ [0-9]{1,2}[a-z]*,? ?[0-9]{4}$') THEN
+            ELSIF form = 'day month year' THEN
+                -- 8 May 2023, 8th of May, 2023 (the day's digits: t1 without its suffix)
+                d := pg_catalog.rtrim(t1, 'stndrh')::integer;
+                mo := (pg_catalog.strpos('janfebmaraprmayjunjulaugsepoctnovdec', pg_catalog.left(CASE WHEN t2 = 'of' THEN t3 ELSE t2 END, 3)) + 2) / 3;
+                y := (CASE WHEN t2 = 'of' THEN t4 ELSE t3 END)::integer;
+            ELSIF form = 'month day year' THEN
                 -- May 8, 2023
-                p := pg_catalog.regexp_match(b, '^([a-z]+) ([0-9]+)[a-z]*,? ?([0-9]{4})$');
-                mo := (pg_catalog.strpos('janfebmaraprmayjunjulaugsepoctnovdec', pg_catalog.left(p[1], 3)) + 2) / 3;
-                d := p[2]::integer;
-                y := p[3]::integer;
-            ELSIF (pg_catalog.ascii(b) BETWEEN 97 AND 122 AND b ~ '^[a-z]+,? [0-9]{4}$') THEN
+                mo := (pg_catalog.strpos('janfebmaraprmayjunjulaugsepoctnovdec', pg_catalog.left(t1, 3)) + 2) / 3;
+                d := pg_catalog.rtrim(t2, 'stndrh')::integer;
+                y := t3::integer;
+            ELSIF form = 'month year' THEN
                 -- May 2023
-                p := pg_catalog.regexp_match(b, '^([a-z]+),? ([0-9]{4})$');
-                mo := (pg_catalog.strpos('janfebmaraprmayjunjulaugsepoctnovdec', pg_catalog.left(p[1], 3)) + 2) / 3;
-                y := p[2]::integer;
-            ELSIF (pg_catalog.ascii(b) BETWEEN 48 AND 57 AND b ~ '^[0-9]{1,2}[a-z]* (?:of )?[a-z]+$') OR (pg_catalog.ascii(b) BETWEEN 97 AND 122 AND b ~ '^[a-z]+ [0-9]{1,2}[a-z]*$') THEN
+                mo := (pg_catalog.strpos('janfebmaraprmayjunjulaugsepoctnovdec', pg_catalog.left(t1, 3)) + 2) / 3;
+                y := t2::integer;
+            ELSIF form IN ('day month', 'month day') THEN
                 -- 8 May / May 8: the most recent such day, today included.
-                p := COALESCE(pg_catalog.regexp_match(b, '^([0-9]+)[a-z]* (?:of )?([a-z]+)$'),
-                              pg_catalog.regexp_match(b, '^[a-z]+ ([0-9]+)[a-z]*$') || pg_catalog.split_part(b, ' ', 1));
-                d := p[1]::integer;
-                mo := (pg_catalog.strpos('janfebmaraprmayjunjulaugsepoctnovdec', pg_catalog.left(p[2], 3)) + 2) / 3;
+                IF form = 'day month' THEN
+                    d := pg_catalog.rtrim(t1, 'stndrh')::integer;
+                    mo := (pg_catalog.strpos('janfebmaraprmayjunjulaugsepoctnovdec', pg_catalog.left(CASE WHEN t2 = 'of' THEN t3 ELSE t2 END, 3)) + 2) / 3;
+                ELSE
+                    d := pg_catalog.rtrim(t2, 'stndrh')::integer;
+                    mo := (pg_catalog.strpos('janfebmaraprmayjunjulaugsepoctnovdec', pg_catalog.left(t1, 3)) + 2) / 3;
+                END IF;
                 y := pg_catalog.date_part('year', n)::integer;
                 IF mo BETWEEN 1 AND 12 AND d BETWEEN 1 AND 31
                    AND pg_catalog.make_date(y, mo, 1) + (d - 1) > today0::date THEN
@@ -429,14 +449,15 @@ BEGIN
             ELSIF b = 'tomorrow' THEN
                 w_from := today0 + interval '1 day';
                 w_to := today0 + interval '2 days';
-            ELSIF b ~ '^(?:last|this|next|past|previous) (?:weekend|week|month|year)$' THEN
-                unit := pg_catalog.split_part(b, ' ', 2);
-                IF pg_catalog.split_part(b, ' ', 1) = 'past' THEN
+            ELSIF form = 'period' THEN
+                -- last / this / next / past / previous weekend, week, month, year
+                unit := t2;
+                IF t1 = 'past' THEN
                     -- past week: the rolling seven days up to now.
                     w_to := n;
                     w_from := n - ('1 ' || CASE unit WHEN 'weekend' THEN 'week' ELSE unit END)::interval;
                 ELSE
-                    qty := CASE pg_catalog.split_part(b, ' ', 1) WHEN 'this' THEN 0 WHEN 'next' THEN 1 ELSE -1 END;
+                    qty := CASE t1 WHEN 'this' THEN 0 WHEN 'next' THEN 1 ELSE -1 END;
                     IF unit = 'weekend' THEN
                         -- Saturday and Sunday of the ISO week (Monday first).
                         w_from := pg_catalog.date_trunc('week', n) + pg_catalog.make_interval(days => 5 + 7 * qty);
@@ -446,17 +467,17 @@ BEGIN
                         w_to := w_from + ('1 ' || unit)::interval;
                     END IF;
                 END IF;
-            ELSIF b ~ ' ago$' OR b ~ '^(?:last|past|previous) [0-9a-z]+ [a-z]+$' THEN
-                p := COALESCE(pg_catalog.regexp_match(b, '^([0-9a-z]+) ([a-z]+) ago$'),
-                              pg_catalog.regexp_match(b, '^(?:last|past|previous) ([0-9a-z]+) ([a-z]+)$') || 'rolling'::text);
+            ELSIF form IN ('ago', 'rolling') THEN
+                -- 3 days ago (t1 t2 ago) / last 3 days (t1 t2 t3)
+                w := CASE form WHEN 'ago' THEN t1 ELSE t2 END;
                 qty := CASE
-                    WHEN p[1] ~ '^[0-9]+$' THEN p[1]::integer
-                    WHEN p[1] IN ('a', 'an') THEN 1
+                    WHEN pg_catalog.ascii(w) BETWEEN 48 AND 57 THEN w::integer
+                    WHEN w IN ('a', 'an') THEN 1
                     ELSE pg_catalog.array_position(
-                        '{one,two,three,four,five,six,seven,eight,nine,ten,eleven,twelve}'::text [], p[1])
+                        '{one,two,three,four,five,six,seven,eight,nine,ten,eleven,twelve}'::text [], w)
                 END;
-                unit := pg_catalog.rtrim(p[2], 's');
-                IF p[3] = 'rolling' THEN
+                unit := pg_catalog.rtrim(CASE form WHEN 'ago' THEN t2 ELSE t3 END, 's');
+                IF form = 'rolling' THEN
                     -- last 3 days: rolling, up to now.
                     w_to := n;
                     w_from := n - (qty::text || ' ' || unit)::interval;
@@ -465,16 +486,16 @@ BEGIN
                     w_from := pg_catalog.date_trunc(unit, n) - (qty::text || ' ' || unit)::interval;
                     w_to := w_from + ('1 ' || unit)::interval;
                 END IF;
-            ELSIF b ~ '(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)$' THEN
+            ELSIF form = 'weekday' THEN
                 -- last Friday / on Friday: the most recent such day before today.
-                CONTINUE WHEN b !~ '^(?:last|previous) ' AND prefix IS NULL AND prep IS NULL;
+                CONTINUE WHEN k = 1 AND prefix IS NULL AND prep IS NULL;
                 qty := pg_catalog.array_position('{monday,tuesday,wednesday,thursday,friday,saturday,sunday}'::text [],
-                    pg_catalog.regexp_replace(b, '^.* ', ''));
+                    CASE k WHEN 1 THEN t1 ELSE t2 END);
                 d := pg_catalog.date_part('isodow', n)::integer;
                 w_from := today0 - pg_catalog.make_interval(days => ((d - qty + 6) % 7) + 1);
                 w_to := w_from + interval '1 day';
                 d := NULL;
-            ELSIF (pg_catalog.ascii(b) BETWEEN 97 AND 122 AND b ~ '^[a-z]+$') THEN
+            ELSIF form = 'month' THEN
                 -- A bare month needs a preposition (in May, since March): the most
                 -- recent such month that has started.
                 CONTINUE WHEN prefix IS NULL AND prep IS NULL;
@@ -483,7 +504,7 @@ BEGIN
                 IF mo > pg_catalog.date_part('month', n) THEN
                     y := y - 1;
                 END IF;
-            ELSIF (pg_catalog.ascii(b) BETWEEN 48 AND 57 AND b ~ '^[0-9]{4}$') THEN
+            ELSIF form = 'year' THEN
                 -- A bare year needs a preposition (in 2023, before 2024).
                 CONTINUE WHEN prefix IS NULL AND prep IS NULL;
                 w_from := pg_catalog.make_timestamp(b::integer, 1, 1, 0, 0, 0);
