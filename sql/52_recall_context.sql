@@ -19,6 +19,12 @@
 -- the truly adjacent rows cost 20 times more). Rows come back re-ordered by
 -- the new score (ties by evidence_id) with score_rank renumbered, for MMR.
 --
+-- dm.recall_memory does not call this function: recall_rerank(...,
+-- with_context => true) (sql/50) applies the same lift inside the rerank
+-- statement, from the source group and sequence number it already reads (a
+-- test checks that both give the same rows bit for bit). This function is the
+-- stage on its own, for a DBA to run and EXPLAIN.
+--
 -- Runs as the caller, under row-level security (it compares only uuids,
 -- bigints and text, so the policy costs no index use), with the team
 -- predicate explicit as well; require_team checks the authenticated team.
