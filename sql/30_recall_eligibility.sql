@@ -370,11 +370,15 @@ BEGIN
             USING ERRCODE = '22023',
                   HINT = 'filters are source_group, memory_type, created_after and created_before';
     END IF;
-    IF filters ? 'memory_type' AND EXISTS (
-        SELECT 1 FROM pg_catalog.unnest(dm_private.recall_text_list(filters -> 'memory_type', 'filters.memory_type', 10)) AS m (v)
-        WHERE m.v <> ALL (SELECT pg_catalog.unnest(pg_catalog.enum_range(NULL::dm_private.memory_type))::text)) THEN
-        RAISE EXCEPTION 'filters.memory_type must be conversation, workflow, episodic, semantic or organizational'
-            USING ERRCODE = '22023';
+    -- (nested IF: the key test is an expression; the EXISTS statement runs
+    -- only when the filter is given)
+    IF filters ? 'memory_type' THEN
+        IF EXISTS (
+            SELECT 1 FROM pg_catalog.unnest(dm_private.recall_text_list(filters -> 'memory_type', 'filters.memory_type', 10)) AS m (v)
+            WHERE m.v <> ALL (SELECT pg_catalog.unnest(pg_catalog.enum_range(NULL::dm_private.memory_type))::text)) THEN
+            RAISE EXCEPTION 'filters.memory_type must be conversation, workflow, episodic, semantic or organizational'
+                USING ERRCODE = '22023';
+        END IF;
     END IF;
 
     -- time window and intent

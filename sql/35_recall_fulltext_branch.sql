@@ -75,8 +75,11 @@ SECURITY DEFINER
 SET search_path = ''
 -- one generic plan per session: with the passes' switches (small_team,
 -- all_pass_needed) folded, custom plans always look cheaper, and planning
--- this statement on every call costs more than running it for a small team
+-- this statement on every call costs more than running it for a small team;
+-- and never a table scan: that one plan serves every team of the session, and
+-- with few teams a generic estimate takes a team for a large share of the table
 SET plan_cache_mode = force_generic_plan
+SET enable_seqscan = off
 AS $$
 DECLARE
     team constant uuid := dm_private.require_team(recall_fulltext_candidates.team_id);
@@ -227,6 +230,9 @@ BEGIN
                                       AND (window_from IS NULL OR d.source_created_at >= window_from)
                                       AND (window_to IS NULL OR d.source_created_at <= window_to)))
               AND d.subject_id <> ALL (known_ids)
+            -- in the team's (team_id, sequence_number) index order, which the
+            -- index can give without a sort
+            ORDER BY d.sequence_number
             LIMIT budget
         ),
         any_pass AS MATERIALIZED (

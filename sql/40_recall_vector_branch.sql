@@ -29,7 +29,11 @@
 -- team's primary-key range, a sort, a key join to the documents) and the
 -- result is fully ordered by (distance, evidence_id), so the rows are the
 -- same. The HNSW path runs through EXECUTE (a one-shot plan with its
--- literals), which this setting does not touch.
+-- literals), which this setting does not touch. enable_seqscan = off: that
+-- one plan serves every team of the session, and a generic estimate of a
+-- team's share of the table (one over the number of teams) would, with few
+-- teams, make scanning every team's vectors look cheaper than the team's
+-- key range; a small team must never pay for a large one.
 
 -- Loads pgvector's library so that the hnsw.* settings below are known.
 SELECT '[1]'::public.vector IS NOT NULL AS vector_loaded;
@@ -169,6 +173,7 @@ SET hnsw.iterative_scan = 'relaxed_order'
 SET hnsw.max_scan_tuples = 20000
 SET enable_sort = on
 SET plan_cache_mode = force_generic_plan
+SET enable_seqscan = off
 AS $$
 DECLARE
     team constant uuid := dm_private.require_team(recall_vector_candidates.team_id);
