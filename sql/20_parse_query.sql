@@ -12,9 +12,13 @@
 --   dm_private.query_tokens(query)            tokens for name matching
 --   dm_private.query_token_ngrams(tokens)     their 1-4 token n-grams
 --   dm_private.query_fuzzy_keys(cased tokens) trigram-lookup candidates
---   dm_private.match_query_entities(team, n-grams, candidates)
+--   dm_private.match_query_names(team, n-grams, candidates)
 --                                             the team check, then the team's entity names
---   dm_private.predicate_hints(team, n-grams)       the team's predicate synonyms
+--                                             and predicate synonyms in one statement
+--                                             (dm_private.match_entity_trigrams for misspellings)
+--   dm_private.match_query_entities(team, n-grams, candidates)
+--   dm_private.predicate_hints(team, n-grams) the same two answers by sorting SQL statements,
+--                                             for direct use (and rows beyond 16)
 --   dm.parse_query(query, team, now)          all of the above, one jsonb
 --
 -- Work is capped: only the first 2,000 characters of a query are parsed, at
@@ -22,8 +26,8 @@
 -- 1 MB query costs what a 2,000-character one costs.
 --
 -- Speed (the parse runs once per recall; target p95 <= 0.3 ms): everything is
--- PL/pgSQL with simple expressions; the only SQL statements are the two team
--- lookups (and a trigram probe for misspelled names). Regular expressions run
+-- PL/pgSQL with simple expressions; the only SQL statement is the team
+-- lookup (and a trigram probe for misspelled names). Regular expressions run
 -- only behind cheap guards that every match implies (a needle character, a
 -- short regex with no lookaround, a digit test with ascii(), a word set as a
 -- jsonb object); anchor matches are walked with regexp_instr (one scan) then
@@ -234,11 +238,10 @@ DECLARE
         WHEN pg_catalog.strpos(t, '-') = 0 AND pg_catalog.strpos(t, '/') = 0 THEN words
         ELSE pg_catalog.string_to_array(pg_catalog.regexp_replace(t, '[][,.;:!?(){}"“”'']', ' ', 'g'), ' ')
     END, '');
-    -- Typed literals: folded once into the cached plan, not parsed per call.
-    months constant text [] := '{january,february,march,april,may,june,july,august,september,october,november,december,sept,jan,feb,mar,apr,jun,jul,aug,sep,oct,nov,dec}'::text [];
-    weekdays constant text [] := '{monday,tuesday,wednesday,thursday,friday,saturday,sunday}'::text [];
-    units constant text [] := '{day,days,week,weeks,month,months,year,years}'::text [];
-    numbers constant text [] := '{a,an,one,two,three,four,five,six,seven,eight,nine,ten,eleven,twelve}'::text [];
+    -- Word lists are typed literals where they are used (folded into the
+    -- cached plan; = ANY on nine or more elements is a hash probe), not
+    -- variables: a variable is copied and expanded on every call, also by
+    -- the queries (most) that never reach the walker.
     -- The words every intent rule starts from (a jsonb object as a word set).
     intent_words constant jsonb := '{"recent": true, "recently": true, "latest": true, "lately": true, "currently": true,
         "current": true, "nowadays": true, "days": true, "now": true, "newest": true, "time": true,
@@ -349,20 +352,20 @@ BEGIN
             form := NULL;
             IF t1 IS NULL THEN
                 k := 0;
-            ELSIF (t1 = ANY (numbers) OR (pg_catalog.ascii(t1) BETWEEN 48 AND 57 AND pg_catalog.length(t1) <= 3 AND pg_catalog.ltrim(t1, '0123456789') = '')) AND t2 = ANY (units) AND t3 = 'ago' THEN
+            ELSIF (t1 = ANY ('{a,an,one,two,three,four,five,six,seven,eight,nine,ten,eleven,twelve}'::text []) OR (pg_catalog.ascii(t1) BETWEEN 48 AND 57 AND pg_catalog.length(t1) <= 3 AND pg_catalog.ltrim(t1, '0123456789') = '')) AND t2 = ANY ('{day,days,week,weeks,month,months,year,years}'::text []) AND t3 = 'ago' THEN
                 k := 3;                                   -- 3 days ago
                 form := 'ago';
             ELSIF (pg_catalog.ascii(t1) BETWEEN 48 AND 57 AND pg_catalog.length(t1) = 10 AND pg_catalog.substr(t1, 5, 1) = '-' AND pg_catalog.substr(t1, 8, 1) = '-' AND pg_catalog.translate(t1, '0123456789', '') = '--') THEN
                 k := 1;                                   -- 2023-05-08
                 form := 'iso';
-            ELSIF (pg_catalog.ascii(t1) BETWEEN 48 AND 57 AND CASE pg_catalog.ltrim(t1, '0123456789') WHEN '' THEN pg_catalog.length(t1) = 1 OR (pg_catalog.length(t1) = 2 AND pg_catalog.ascii(t1) <= 51) WHEN 'st' THEN pg_catalog.length(t1) = 3 OR (pg_catalog.length(t1) = 4 AND pg_catalog.ascii(t1) <= 51) WHEN 'nd' THEN pg_catalog.length(t1) = 3 OR (pg_catalog.length(t1) = 4 AND pg_catalog.ascii(t1) <= 51) WHEN 'rd' THEN pg_catalog.length(t1) = 3 OR (pg_catalog.length(t1) = 4 AND pg_catalog.ascii(t1) <= 51) WHEN 'th' THEN pg_catalog.length(t1) = 3 OR (pg_catalog.length(t1) = 4 AND pg_catalog.ascii(t1) <= 51) ELSE false END) AND (t2 = ANY (months) OR (t2 = 'of' AND t3 = ANY (months))) THEN
+            ELSIF (pg_catalog.ascii(t1) BETWEEN 48 AND 57 AND CASE pg_catalog.ltrim(t1, '0123456789') WHEN '' THEN pg_catalog.length(t1) = 1 OR (pg_catalog.length(t1) = 2 AND pg_catalog.ascii(t1) <= 51) WHEN 'st' THEN pg_catalog.length(t1) = 3 OR (pg_catalog.length(t1) = 4 AND pg_catalog.ascii(t1) <= 51) WHEN 'nd' THEN pg_catalog.length(t1) = 3 OR (pg_catalog.length(t1) = 4 AND pg_catalog.ascii(t1) <= 51) WHEN 'rd' THEN pg_catalog.length(t1) = 3 OR (pg_catalog.length(t1) = 4 AND pg_catalog.ascii(t1) <= 51) WHEN 'th' THEN pg_catalog.length(t1) = 3 OR (pg_catalog.length(t1) = 4 AND pg_catalog.ascii(t1) <= 51) ELSE false END) AND (t2 = ANY ('{january,february,march,april,may,june,july,august,september,october,november,december,sept,jan,feb,mar,apr,jun,jul,aug,sep,oct,nov,dec}'::text []) OR (t2 = 'of' AND t3 = ANY ('{january,february,march,april,may,june,july,august,september,october,november,december,sept,jan,feb,mar,apr,jun,jul,aug,sep,oct,nov,dec}'::text []))) THEN
                 IF t2 = 'of' THEN
                     k := CASE WHEN (pg_catalog.ascii(t4) BETWEEN 48 AND 57 AND pg_catalog.length(t4) = 4 AND pg_catalog.left(t4, 2) IN ('19', '20') AND pg_catalog.ltrim(t4, '0123456789') = '') THEN 4 ELSE 3 END;   -- 8th of May [2023]
                 ELSE
                     k := CASE WHEN (pg_catalog.ascii(t3) BETWEEN 48 AND 57 AND pg_catalog.length(t3) = 4 AND pg_catalog.left(t3, 2) IN ('19', '20') AND pg_catalog.ltrim(t3, '0123456789') = '') THEN 3 ELSE 2 END;   -- 8 May [2023]
                 END IF;
                 form := CASE WHEN k = 2 OR (k = 3 AND t2 = 'of') THEN 'day month' ELSE 'day month year' END;
-            ELSIF t1 = ANY (months) THEN
+            ELSIF t1 = ANY ('{january,february,march,april,may,june,july,august,september,october,november,december,sept,jan,feb,mar,apr,jun,jul,aug,sep,oct,nov,dec}'::text []) THEN
                 IF (pg_catalog.ascii(t2) BETWEEN 48 AND 57 AND CASE pg_catalog.ltrim(t2, '0123456789') WHEN '' THEN pg_catalog.length(t2) = 1 OR (pg_catalog.length(t2) = 2 AND pg_catalog.ascii(t2) <= 51) WHEN 'st' THEN pg_catalog.length(t2) = 3 OR (pg_catalog.length(t2) = 4 AND pg_catalog.ascii(t2) <= 51) WHEN 'nd' THEN pg_catalog.length(t2) = 3 OR (pg_catalog.length(t2) = 4 AND pg_catalog.ascii(t2) <= 51) WHEN 'rd' THEN pg_catalog.length(t2) = 3 OR (pg_catalog.length(t2) = 4 AND pg_catalog.ascii(t2) <= 51) WHEN 'th' THEN pg_catalog.length(t2) = 3 OR (pg_catalog.length(t2) = 4 AND pg_catalog.ascii(t2) <= 51) ELSE false END) THEN
                     k := CASE WHEN (pg_catalog.ascii(t3) BETWEEN 48 AND 57 AND pg_catalog.length(t3) = 4 AND pg_catalog.left(t3, 2) IN ('19', '20') AND pg_catalog.ltrim(t3, '0123456789') = '') THEN 3 ELSE 2 END;   -- May 8[, 2023]
                     form := CASE k WHEN 3 THEN 'month day year' ELSE 'month day' END;
@@ -382,14 +385,14 @@ BEGIN
             ELSIF t1 IN ('last', 'this', 'next', 'past', 'previous') AND t2 IN ('weekend', 'week', 'month', 'year') THEN
                 k := 2;
                 form := 'period';
-            ELSIF t1 IN ('last', 'past', 'previous') AND (t2 = ANY (numbers) OR (pg_catalog.ascii(t2) BETWEEN 48 AND 57 AND pg_catalog.length(t2) <= 3 AND pg_catalog.ltrim(t2, '0123456789') = ''))
-                  AND t3 = ANY (units) THEN
+            ELSIF t1 IN ('last', 'past', 'previous') AND (t2 = ANY ('{a,an,one,two,three,four,five,six,seven,eight,nine,ten,eleven,twelve}'::text []) OR (pg_catalog.ascii(t2) BETWEEN 48 AND 57 AND pg_catalog.length(t2) <= 3 AND pg_catalog.ltrim(t2, '0123456789') = ''))
+                  AND t3 = ANY ('{day,days,week,weeks,month,months,year,years}'::text []) THEN
                 k := 3;                                   -- last 3 days
                 form := 'rolling';
-            ELSIF t1 IN ('last', 'previous') AND t2 = ANY (weekdays) THEN
+            ELSIF t1 IN ('last', 'previous') AND t2 = ANY ('{monday,tuesday,wednesday,thursday,friday,saturday,sunday}'::text []) THEN
                 k := 2;
                 form := 'weekday';
-            ELSIF t1 = ANY (weekdays) THEN
+            ELSIF t1 = ANY ('{monday,tuesday,wednesday,thursday,friday,saturday,sunday}'::text []) THEN
                 k := 1;                                   -- Friday (needs a preposition)
                 form := 'weekday';
             ELSIF (pg_catalog.ascii(t1) BETWEEN 48 AND 57 AND pg_catalog.length(t1) = 4 AND pg_catalog.left(t1, 2) IN ('19', '20') AND pg_catalog.ltrim(t1, '0123456789') = '') THEN

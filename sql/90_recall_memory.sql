@@ -309,10 +309,18 @@ BEGIN
             timings := timings || pg_catalog.jsonb_build_object('rerank_ms', EXTRACT(EPOCH FROM pg_catalog.clock_timestamp() - mark) * 1000);
             mark := pg_catalog.clock_timestamp();
         END IF;
-        SELECT pg_catalog.array_agg(m.evidence_id ORDER BY m.mmr_rank) FILTER (WHERE m.mmr_rank IS NOT NULL),
-               CASE WHEN with_explain THEN pg_catalog.jsonb_agg(pg_catalog.to_jsonb(m) ORDER BY m.mmr_rank NULLS LAST) END
-        INTO ordered_ids, mmr_rows
-        FROM dm_private.recall_mmr(team, scored, settings, pass_want) AS m;
+        -- two statements, not one with CASE WHEN with_explain: a generic plan
+        -- of that one costs the jsonb_agg, so every call was planned anew
+        IF with_explain THEN
+            SELECT pg_catalog.array_agg(m.evidence_id ORDER BY m.mmr_rank) FILTER (WHERE m.mmr_rank IS NOT NULL),
+                   pg_catalog.jsonb_agg(pg_catalog.to_jsonb(m) ORDER BY m.mmr_rank NULLS LAST)
+            INTO ordered_ids, mmr_rows
+            FROM dm_private.recall_mmr(team, scored, settings, pass_want) AS m;
+        ELSE
+            SELECT pg_catalog.array_agg(m.evidence_id ORDER BY m.mmr_rank) FILTER (WHERE m.mmr_rank IS NOT NULL)
+            INTO ordered_ids
+            FROM dm_private.recall_mmr(team, scored, settings, pass_want) AS m;
+        END IF;
         ordered_ids := COALESCE(ordered_ids, '{}');
         IF pass = 1 THEN
             timings := timings || pg_catalog.jsonb_build_object('mmr_ms', EXTRACT(EPOCH FROM pg_catalog.clock_timestamp() - mark) * 1000);

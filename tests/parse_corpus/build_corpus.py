@@ -599,6 +599,20 @@ T("What did he buy three days ago?", W("2024-03-12", "2024-03-13"))
 T("What did she do last year in April?", W("2023-04-01", "2023-05-01"))
 T("What did Joanna do the week before?", None)
 T("an hour ago", None)
+# Token shapes the walker tests without regular expressions (digits, 19xx/20xx
+# years, yyyy-mm-dd, [0-3]?[0-9] days with st/nd/rd/th): near-misses on each side.
+T("What happened on 40 May 2023?", W("2023-05-01", "2023-06-01"))
+T("on 4th of May", W("2023-05-04", "2023-05-05"))
+T("on the 03rd of June", W("2023-06-03", "2023-06-04"))
+T("on 32nd of May", None)
+T("May 8th, 2023", W("2023-05-08", "2023-05-09"))
+T("since 123 days ago", W("2023-11-13", None))
+T("what happened 5 weeks ago", W("2024-02-05", "2024-02-12"))
+T("in the last 2 months", W("2024-01-15T12:00:00+00:00", "2024-03-15T12:00:00+00:00"))
+T("photos from 1899", None)
+T("around 2099", W("2099-01-01", "2100-01-01"))
+T("on 2023-5-8", None)
+T("on 1234 May", None)
 
 phrases = []
 

@@ -16,7 +16,12 @@ reference that does not take it:
 - the byte-order (COLLATE "C") n-gram lookups of entity names and predicate
   synonyms on non-ASCII names and phrases;
 - the team check, now made once by the definer lookup, still comes before
-  any answer: another team, or no team, is refused even for an empty query.
+  any answer: another team, or no team, is refused even for an empty query;
+- session 3: the one-statement team lookup (dm_private.match_query_names,
+  rows ordered in PL/pgSQL) against the sorting SQL lookups it replaced in
+  dm.parse_query (dm_private.match_query_entities and
+  dm_private.predicate_hints), on generated queries that match several names
+  of one entity, more than ten and sixteen name rows and several predicates.
 """
 
 from __future__ import annotations
@@ -370,3 +375,94 @@ def test_new_helpers_follow_the_function_rules(conn: psycopg.Connection[Any]) ->
         "dm_private.query_token_ngrams(text[])",
     ]
     assert all(r[1:] == ("i", True, True, True) for r in rows)
+
+
+# ---------------------------------------------------------------- one lookup statement
+
+# A vocabulary where one query matches several names of one entity (canonical
+# and aliases of different lengths), several entities, more than ten and more
+# than sixteen name rows, misspellings, and several predicate phrases of the
+# team (enabled, disabled, overriding a default) and of the defaults.
+LOOKUP_WORDS = [
+    "amber",
+    "birch",
+    "cedar",
+    "delta",
+    "ember",
+    "fjord",
+    "amber birch",
+    "cedar delta",
+    "works on",
+    "uses",
+    "likes",
+    "paint",
+    "member of",
+    "went to",
+    "owner",
+    "Amber",
+    "Birch Cedar",
+    "Ambr",
+    "Cedr",
+    "Fjrod",
+    "Ember",
+]
+
+
+@pytest.fixture(scope="module")
+def lookup_team(url: str, conn: psycopg.Connection[Any]) -> Principal:
+    team = make_team(conn, f"lookup-{uuid.uuid4().hex[:8]}")
+    base = ["amber", "birch", "cedar", "delta", "ember", "fjord"]
+    items: list[write.EntityItem] = []
+    for i, word in enumerate(base):
+        items.append({"name": f"{word.capitalize()} Works", "aliases": [word, f"{word} {base[(i + 1) % 6]}"]})
+        items.append({"name": word.capitalize(), "aliases": [base[(i + 2) % 6]]})
+    with psycopg.connect(url) as session, acting_as(session, team) as cur:
+        write.upsert_entities(cur, team_id=team.team_id, items=items)
+        cur.execute(
+            "INSERT INTO dm_private.predicate_synonyms (team_id, phrase, predicate, enabled) VALUES "
+            "(%(t)s, 'amber', 'uses', true), (%(t)s, 'birch', 'works_on', true), "
+            "(%(t)s, 'cedar', 'a_b', true), (%(t)s, 'uses', 'likes', false), (%(t)s, 'delta', 'ab', true), "
+            "(%(t)s, 'ember', 'a_c', true), (%(t)s, 'paint', 'created', true), "
+            "(%(t)s, 'fjord', 'likes', true)",
+            {"t": team.team_id},
+        )
+    return team
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(words=st.lists(st.sampled_from(LOOKUP_WORDS), min_size=1, max_size=24))
+def test_one_lookup_statement_equals_the_sql_lookups(
+    url: str, lookup_team: Principal, words: list[str]
+) -> None:
+    """dm_private.match_query_names (one statement, rows ordered in PL/pgSQL) answers exactly what
+    dm_private.match_query_entities and dm_private.predicate_hints (sorting statements) answer."""
+    query = "Tell me " + " ".join(words)
+    with psycopg.connect(url) as session, acting_as(session, Principal(team_id=lookup_team.team_id)) as cur:
+        cur.execute(
+            "SELECT (dm_private.query_name_keys(%(q)s)).ngrams AS g, "
+            "(dm_private.query_name_keys(%(q)s)).fuzzy AS f",
+            {"q": query},
+        )
+        keys = cur.fetchone()
+        assert keys is not None
+        cur.execute(
+            "SELECT dm_private.match_query_names(%(t)s, %(g)s, %(f)s) AS one, "
+            "jsonb_build_object('entities', dm_private.match_query_entities(%(t)s, %(g)s, %(f)s), "
+            "'predicates', dm_private.predicate_hints(%(t)s, %(g)s)) AS two",
+            {"t": lookup_team.team_id, "g": keys["g"], "f": keys["f"]},
+        )
+        row = cur.fetchone()
+    assert row is not None
+    assert json.dumps(row["one"]) == json.dumps(row["two"])
+
+
+def test_one_lookup_statement_is_a_checked_definer(conn: psycopg.Connection[Any]) -> None:
+    """Owned by the searcher, definer, search_path = '', commented, no PUBLIC execute."""
+    row = conn.execute(
+        "SELECT p.prosecdef, pg_get_userbyid(p.proowner), "
+        "  COALESCE('search_path=\"\"' = ANY (p.proconfig), false), "
+        "  obj_description(p.oid, 'pg_proc') IS NOT NULL, "
+        "  NOT EXISTS (SELECT 1 FROM aclexplode(p.proacl) AS a WHERE a.grantee = 0) AND p.proacl IS NOT NULL "
+        "FROM pg_proc AS p WHERE p.oid = 'dm_private.match_query_names(uuid, text[], text[])'::regprocedure"
+    ).fetchone()
+    assert row == (True, "densemem_searcher", True, True, True)
