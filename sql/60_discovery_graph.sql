@@ -502,7 +502,7 @@ BEGIN
                              WHERE p.team_id = proximity_team AND p.state <> 'active');
 
     RETURN QUERY
-    WITH links AS (
+    WITH RECURSIVE links AS (
         -- Entities each candidate evidence supports through eligible
         -- relationships: the first fan_out of them by relationship_id per
         -- evidence (LATERAL ... LIMIT on the (team, evidence, relationship)
@@ -533,13 +533,51 @@ BEGIN
         ) AS x
         WHERE x.entity_id IS NOT NULL
     ),
+    -- The walk from the seeds: dm_private.discovery_walk with no predicate
+    -- hints, filter, exclusions, request time or deadline, carrying only the
+    -- depth and the entity reached (no function call, no 15-column
+    -- tuplestore). The same index ranges in the same order and the same
+    -- edge cap, so the same edges: keep the two in step.
+    seed_walk (depth, to_entity_id) AS (
+        SELECT 0, s.entity_id
+        FROM (SELECT DISTINCT u.entity_id FROM pg_catalog.unnest(seed_entity_ids) AS u (entity_id)
+              WHERE u.entity_id IS NOT NULL) AS s
+        UNION ALL
+        SELECT w.depth + 1, x.next_entity_id
+        FROM seed_walk AS w
+        CROSS JOIN LATERAL (
+            SELECT y.next_entity_id
+            FROM (
+                (SELECT r.object_entity_id AS next_entity_id
+                 FROM dm_private.relationships AS r
+                 WHERE r.team_id = proximity_team AND r.subject_entity_id = w.to_entity_id
+                   AND r.status = 'active' AND r.tier IN ('validated_claim', 'fact')
+                   AND (r.known_to IS NULL OR r.known_to > pg_catalog.now())
+                   AND r.owner_profile_id <> ALL(inactive_owners)
+                 LIMIT fan_out)
+                UNION ALL
+                (SELECT r.subject_entity_id AS next_entity_id
+                 FROM dm_private.relationships AS r
+                 WHERE r.team_id = proximity_team AND r.object_entity_id = w.to_entity_id
+                   AND r.status = 'active' AND r.tier IN ('validated_claim', 'fact')
+                   AND (r.known_to IS NULL OR r.known_to > pg_catalog.now())
+                   AND r.owner_profile_id <> ALL(inactive_owners)
+                 LIMIT fan_out)
+            ) AS y
+            LIMIT fan_out
+        ) AS x
+        WHERE w.depth < hop_limit
+          AND w.to_entity_id IS NOT NULL
+    ) CYCLE to_entity_id SET is_cycle USING visited,
     from_seeds AS (
         SELECT s.entity_id, 0 AS dist
         FROM pg_catalog.unnest(seed_entity_ids) AS s (entity_id)
         WHERE s.entity_id IS NOT NULL
         UNION ALL
         SELECT w.to_entity_id, w.depth
-        FROM dm_private.discovery_walk(proximity_team, seed_entity_ids, fan_out, hop_limit, max_edges) AS w
+        FROM (SELECT sw.depth, sw.to_entity_id FROM seed_walk AS sw
+              WHERE sw.depth > 0 AND NOT sw.is_cycle
+              LIMIT GREATEST(max_edges, 0)) AS w
         WHERE w.to_entity_id IS NOT NULL
     ),
     seed_dist AS MATERIALIZED (
