@@ -25,7 +25,6 @@ DECLARE
     team constant uuid := dm_private.require_team(recall_similarity_matrix.team_id);
     n integer := COALESCE(pg_catalog.cardinality(document_ids), 0);
     matrix double precision [];
-    active_contract integer := (SELECT c.contract_id FROM dm_private.embedding_contracts AS c WHERE c.is_active);
 BEGIN
     IF n = 0 THEN
         RETURN '{}';
@@ -40,7 +39,9 @@ BEGIN
     vectors AS MATERIALIZED (
         SELECT e.document_id, e.embedding, e.document_version, e.source_version
         FROM dm_private.document_embeddings AS e
-        WHERE e.team_id = team AND e.document_id = ANY (document_ids) AND e.contract_id = active_contract
+        WHERE e.team_id = team AND e.document_id = ANY (document_ids)
+          -- the active contract: an init-plan, not a statement of its own
+          AND e.contract_id = (SELECT c.contract_id FROM dm_private.embedding_contracts AS c WHERE c.is_active)
     ),
     pool AS MATERIALIZED (
         SELECT p.ord::integer AS ord, d.head, v.embedding
