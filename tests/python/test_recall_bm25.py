@@ -486,7 +486,13 @@ def test_branch_scores_equal_okapi_bm25_computed_independently(admin_conn: Conn)
     ).fetchone()
     assert row is not None
     terms = list(row[0])
-    k1, b = 1.2, 0.75
+    # the default profile's parameters (explain_recall ran with it)
+    params = admin_conn.execute(
+        "SELECT (settings #>> '{fulltext,bm25_k1}')::float8, (settings #>> '{fulltext,bm25_b}')::float8"
+        " FROM dm_private.ranking_profiles WHERE is_default"
+    ).fetchone()
+    assert params is not None
+    k1, b = float(params[0]), float(params[1])
 
     def bm25(doc: dict[str, int]) -> float:
         total = 0.0
