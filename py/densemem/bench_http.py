@@ -27,6 +27,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from dataclasses import asdict, dataclass
@@ -246,7 +247,11 @@ def start_server(url: str, port: int) -> subprocess.Popen[bytes]:
         str(port),
         "--no-worker",
     ]
-    server = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # The server's output goes to a file, so a failed phase can be diagnosed afterwards.
+    log_path = Path(tempfile.gettempdir()) / f"densemem-bench-http-server-{port}.log"
+    print(f"server log: {log_path}", file=sys.stderr)
+    log_file = open(log_path, "wb")  # noqa: SIM115 - lives as long as the server process
+    server = subprocess.Popen(command, env=env, stdout=log_file, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
         if server.poll() is not None:
@@ -289,7 +294,13 @@ async def _phase(
                 question = questions[cursor % len(questions)]
                 cursor += 1
                 began = time.perf_counter()
-                response = await client.post("/v1/recall", json={"query": question, "limit": 10})
+                try:
+                    response = await client.post("/v1/recall", json={"query": question, "limit": 10})
+                except httpx.TransportError:
+                    # A connection the server closed mid-request is an error of this phase
+                    # (reported in its row), not the end of the benchmark.
+                    errors += 1
+                    continue
                 elapsed = (time.perf_counter() - began) * 1000
                 if response.status_code == 200:
                     latencies.append(elapsed)
