@@ -154,6 +154,7 @@ DECLARE
     pass_want integer;
     pass_bytes integer;
     window_fallback boolean := false;
+    window_empty boolean := false;
     first_hits jsonb [];
     first_fused dm_private.recall_fused [];
     first_mmr jsonb;
@@ -204,6 +205,21 @@ BEGIN
     pass_req := req;
     pass_want := want;
     pass_bytes := (req ->> 'max_context_bytes')::integer;
+    -- Every branch filters pass 1 by the parsed window (and by is_recallable).
+    -- When the team has no recallable evidence in it, pass 1 cannot return a
+    -- row: its branches are skipped (one index range on 0026's index decides)
+    -- and pass 2 fills the answer as before, so a question about a period the
+    -- memory does not cover costs one retrieval, not two. Same answer, same
+    -- explain (pass 1's branches were empty either way).
+    IF COALESCE((req ->> 'window_is_parsed')::boolean, false) THEN
+        window_empty := NOT EXISTS (
+            SELECT 1
+            FROM dm_private.search_documents AS d
+            WHERE d.team_id = team AND d.subject_kind = 'evidence'
+              AND d.source_created_at >= COALESCE((req ->> 'window_from')::timestamptz, '-infinity'::timestamptz)
+              AND d.source_created_at <= COALESCE((req ->> 'window_to')::timestamptz, 'infinity'::timestamptz)
+              AND d.is_recallable);
+    END IF;
     FOR pass IN 1..2 LOOP
         IF pass = 2 THEN
             EXIT WHEN NOT COALESCE((req ->> 'window_is_parsed')::boolean, false)
@@ -217,7 +233,9 @@ BEGIN
         mark := pg_catalog.clock_timestamp();
 
         -- full-text branch: required by default, so its errors propagate
-        IF 'fulltext' = ANY (required_branches) THEN
+        IF pass = 1 AND window_empty THEN
+            fulltext_hits := '{}';
+        ELSIF 'fulltext' = ANY (required_branches) THEN
             fulltext_hits := ARRAY(SELECT h FROM dm_private.recall_fulltext_candidates(team, query, pass_req, settings) AS h);
         ELSE
             BEGIN
@@ -229,8 +247,9 @@ BEGIN
         END IF;
         -- exact branch: only when the request (or the parse) names anchors or
         -- phrases; without either it returns no row, so it is not called
-        IF pg_catalog.jsonb_array_length(pass_req -> 'anchors') > 0
-           OR pg_catalog.jsonb_array_length(pass_req -> 'phrases') > 0 THEN
+        IF NOT (pass = 1 AND window_empty)
+           AND (pg_catalog.jsonb_array_length(pass_req -> 'anchors') > 0
+                OR pg_catalog.jsonb_array_length(pass_req -> 'phrases') > 0) THEN
             exact_hits := ARRAY(SELECT h FROM dm_private.recall_exact_candidates(team, pass_req, settings) AS h);
         ELSE
             exact_hits := '{}';
@@ -245,7 +264,9 @@ BEGIN
         IF with_explain AND pass = 1 THEN
             SELECT * INTO vector_path FROM dm_private.recall_vector_access_path(team) AS a;
         END IF;
-        IF query_embedding IS NULL THEN
+        IF pass = 1 AND window_empty THEN
+            vector_hits := '{}';  -- pass 2 runs the branch (and its DM503 checks)
+        ELSIF query_embedding IS NULL THEN
             IF 'vector' = ANY (required_branches) THEN
                 RAISE EXCEPTION 'the ranking profile requires the vector branch and no query embedding was given'
                     USING ERRCODE = 'DM503', HINT = 'pass the query embedding (the service embeds every query)';

@@ -85,3 +85,42 @@ def test_request_time_window_stays_a_hard_filter(admin_conn: Conn) -> None:
     assert recall(admin_conn, team, QUERY, request={**NOW, **created})["results"] == []
     explained = explain(admin_conn, team, QUERY, request={**NOW, **window})
     assert explained["window_fallback"] is False
+
+
+def _branch_calls(conn: Conn, team: Any, query: str) -> tuple[int, list[str]]:
+    """Calls of the full-text branch during one recall, and the answer's contexts."""
+    from psycopg.types.json import Jsonb
+
+    from densemem.store.session import Principal, acting_as
+
+    conn.execute("SET track_functions = 'all'")
+    row = conn.execute(
+        "SELECT 'dm_private.recall_fulltext_candidates(uuid,text,jsonb,jsonb)'::regprocedure::oid"
+    ).fetchone()
+    assert row is not None
+    counter = "SELECT pg_stat_get_xact_function_calls(%s::oid) AS calls"
+    with acting_as(conn, Principal(team)) as cur:
+        # the backend's pending counters span transactions until they are flushed: a difference
+        cur.execute(counter, (row[0],))
+        before = cur.fetchone()
+        cur.execute("SELECT dm.recall_memory(%s, %s, NULL, %s) AS answer", (query, team, Jsonb(NOW)))
+        answer = cur.fetchone()
+        cur.execute(counter, (row[0],))
+        after = cur.fetchone()
+    assert before is not None and answer is not None and after is not None
+    calls = int(after["calls"] or 0) - int(before["calls"] or 0)
+    return calls, [r["context"] for r in answer["answer"]["results"]]
+
+
+def test_a_parsed_window_without_evidence_costs_one_retrieval_pass(admin_conn: Conn) -> None:
+    # No evidence of the team lies in "last week": the first (windowed) pass cannot
+    # return a row, so its branches are skipped and the unfiltered pass answers alone.
+    team = load(admin_conn, "window-skip", OLD)
+    calls, got = _branch_calls(admin_conn, team, QUERY)
+    assert calls == 1
+    assert sorted(got) == sorted(t for _, t in OLD)
+    # with evidence in the window, the windowed pass runs and the fallback fills the rest
+    other = load(admin_conn, "window-run", [*OLD, IN_WINDOW])
+    calls, got = _branch_calls(admin_conn, other, QUERY)
+    assert calls == 2
+    assert got[0] == IN_WINDOW[1]
