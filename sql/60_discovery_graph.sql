@@ -505,9 +505,11 @@ BEGIN
     WITH RECURSIVE links AS (
         -- Entities each candidate evidence supports through eligible
         -- relationships: the first fan_out of them by relationship_id per
-        -- evidence (LATERAL ... LIMIT on the (team, evidence, relationship)
-        -- index), so evidence supporting thousands of relationships is read
-        -- no further than any other, and the cut is deterministic.
+        -- evidence (LATERAL ... LIMIT on one range of the (team, evidence,
+        -- relationship) key of evidence_entity_links, migration 0038, which
+        -- carries the endpoints, owner and recorded end), so evidence
+        -- supporting thousands of relationships is read no further than any
+        -- other, and the cut is deterministic.
         -- Both endpoints come out of one set-returning projection (no
         -- per-row VALUES scan behind a Memoize node).
         SELECT DISTINCT x.evidence_id, x.entity_id
@@ -516,18 +518,13 @@ BEGIN
             FROM (SELECT DISTINCT u.evidence_id
                   FROM pg_catalog.unnest(entity_proximity.evidence_ids) AS u (evidence_id)) AS e
             CROSS JOIN LATERAL (
-                SELECT re.evidence_id, r.subject_entity_id, r.object_entity_id
-                FROM dm_private.relationship_evidence AS re
-                JOIN dm_private.relationships AS r
-                  ON r.team_id = re.team_id AND r.relationship_id = re.relationship_id
-                WHERE re.team_id = proximity_team
-                  AND re.evidence_id = e.evidence_id
-                  AND re.accepted
-                  AND r.team_id = proximity_team
-                  AND r.status = 'active' AND r.tier IN ('validated_claim', 'fact')
-                  AND (r.known_to IS NULL OR r.known_to > pg_catalog.now())
-                  AND r.owner_profile_id <> ALL(inactive_owners)
-                ORDER BY re.relationship_id
+                SELECT k.evidence_id, k.subject_entity_id, k.object_entity_id
+                FROM dm_private.evidence_entity_links AS k
+                WHERE k.team_id = proximity_team
+                  AND k.evidence_id = e.evidence_id
+                  AND (k.known_to IS NULL OR k.known_to > pg_catalog.now())
+                  AND k.owner_profile_id <> ALL(inactive_owners)
+                ORDER BY k.relationship_id
                 LIMIT fan_out
             ) AS l
         ) AS x
@@ -718,7 +715,7 @@ densemem_app, densemem_analyst, densemem_operator, densemem_searcher;
 GRANT EXECUTE ON FUNCTION dm_private.discovery_entity_seeds(uuid, text, public.vector, integer) TO
 densemem_app, densemem_analyst, densemem_operator;
 GRANT EXECUTE ON FUNCTION dm_private.discovery_walk(uuid, uuid [], integer, integer, integer, timestamptz, timestamptz, text [], text [], uuid [], timestamptz) TO
-densemem_app, densemem_analyst, densemem_operator;
+densemem_app, densemem_analyst, densemem_operator, densemem_searcher;
 GRANT EXECUTE ON FUNCTION dm_private.discovery_entity_predicates(uuid, uuid, integer) TO
 densemem_app, densemem_analyst, densemem_operator;
 GRANT EXECUTE ON FUNCTION dm_private.discovery_eligible_evidence(uuid, uuid [], timestamptz, timestamptz, text []) TO
@@ -726,6 +723,6 @@ densemem_app, densemem_analyst, densemem_operator;
 GRANT EXECUTE ON FUNCTION dm_private.entity_proximity(uuid, uuid [], uuid [], integer) TO
 densemem_app, densemem_analyst, densemem_operator;
 GRANT EXECUTE ON FUNCTION dm_private.single_valued_predicates(uuid) TO
-densemem_app, densemem_analyst, densemem_operator;
+densemem_app, densemem_analyst, densemem_operator, densemem_searcher;
 GRANT EXECUTE ON FUNCTION dm_private.relationships_disagree(text, dm_private.relationship_polarity, uuid, text, dm_private.relationship_polarity, uuid, text, text []) TO
-densemem_app, densemem_analyst, densemem_operator;
+densemem_app, densemem_analyst, densemem_operator, densemem_searcher;
