@@ -511,8 +511,11 @@ BEGIN
         -- supporting thousands of relationships is read no further than any
         -- other, and the cut is deterministic.
         -- Both endpoints come out of one set-returning projection (no
-        -- per-row VALUES scan behind a Memoize node).
-        SELECT DISTINCT x.evidence_id, x.entity_id
+        -- per-row VALUES scan behind a Memoize node). Not made distinct: a
+        -- repeated (evidence, entity) pair changes neither the distinct
+        -- entities walked from nor any minimum below, and a sort of every
+        -- pair is saved.
+        SELECT x.evidence_id, x.entity_id
         FROM (
             SELECT l.evidence_id, pg_catalog.unnest(ARRAY[l.subject_entity_id, l.object_entity_id]) AS entity_id
             FROM (SELECT DISTINCT u.evidence_id
@@ -534,13 +537,18 @@ BEGIN
     -- hints, filter, exclusions, request time or deadline, carrying only the
     -- depth and the entity reached (no function call, no 15-column
     -- tuplestore). The same index ranges in the same order and the same
-    -- edge cap, so the same edges: keep the two in step.
-    seed_walk (depth, to_entity_id) AS (
-        SELECT 0, s.entity_id
+    -- edge cap, so the same edges: keep the two in step. Cycle detection is
+    -- the CYCLE clause written out over a uuid[] path (a row reaching an
+    -- entity already on its path is marked and not expanded; a NULL entity,
+    -- a literal object, is never a cycle and never expanded), instead of the
+    -- clause's array of row values compared with record_eq per row.
+    seed_walk (depth, to_entity_id, is_cycle, visited) AS (
+        SELECT 0, s.entity_id, false, ARRAY[s.entity_id]
         FROM (SELECT DISTINCT u.entity_id FROM pg_catalog.unnest(seed_entity_ids) AS u (entity_id)
               WHERE u.entity_id IS NOT NULL) AS s
         UNION ALL
-        SELECT w.depth + 1, x.next_entity_id
+        SELECT w.depth + 1, x.next_entity_id, COALESCE(x.next_entity_id = ANY(w.visited), false),
+               w.visited || x.next_entity_id
         FROM seed_walk AS w
         CROSS JOIN LATERAL (
             SELECT y.next_entity_id
@@ -565,7 +573,8 @@ BEGIN
         ) AS x
         WHERE w.depth < hop_limit
           AND w.to_entity_id IS NOT NULL
-    ) CYCLE to_entity_id SET is_cycle USING visited,
+          AND NOT w.is_cycle
+    ),
     from_seeds AS (
         SELECT s.entity_id, 0 AS dist
         FROM pg_catalog.unnest(seed_entity_ids) AS s (entity_id)
