@@ -620,6 +620,14 @@ BEGIN
         END IF;
     END IF;
 
+    -- Most queries name no time: a typed literal (folded into the cached
+    -- plan) instead of building the same object.
+    IF intent IS NULL AND temporal IS NOT NULL AND window_json = 'null'::jsonb AND expressions = '[]'::jsonb THEN
+        IF temporal THEN
+            RETURN '{"window": null, "intent": null, "temporal_question": true, "expressions": []}'::jsonb;
+        END IF;
+        RETURN '{"window": null, "intent": null, "temporal_question": false, "expressions": []}'::jsonb;
+    END IF;
     RETURN pg_catalog.jsonb_build_object(
         'window', window_json,
         'intent', intent,
@@ -1331,6 +1339,8 @@ DECLARE
     prev_capitalized boolean := false;
     pairs text [] := '{}'::text [];
     singles text [] := '{}'::text [];
+    anchors jsonb := '[]'::jsonb;
+    masked text := prepared;
     anchored jsonb;
     phrases jsonb := '[]'::jsonb;
     terms text [] := '{}'::text [];
@@ -1397,8 +1407,8 @@ BEGIN
     -- is present (then there is no @, so no e-mail address was masked).
     IF prepared ~ '[-:/@.]|[0-9A-Fa-f]{7}' THEN
         anchored := dm_private.parse_anchors(prepared);
-    ELSE
-        anchored := pg_catalog.jsonb_build_object('anchors', '[]'::jsonb, 'masked', prepared);
+        anchors := anchored OPERATOR(pg_catalog.->) 'anchors';
+        masked := anchored OPERATOR(pg_catalog.->>) 'masked';
     END IF;
 
     -- Quoted phrases.
@@ -1419,9 +1429,8 @@ BEGIN
 
     -- Content terms (one test per word; the cap is checked only when a term is added).
     FOREACH w IN ARRAY CASE WHEN pg_catalog.octet_length(prepared) = pg_catalog.length(prepared) THEN pg_catalog.string_to_array(pg_catalog.regexp_replace(
-        pg_catalog.lower(anchored OPERATOR(pg_catalog.->>) 'masked'), '[^ a-z0-9]+', ' ', 'g'), ' ')
-        ELSE pg_catalog.regexp_split_to_array(
-        pg_catalog.lower(anchored OPERATOR(pg_catalog.->>) 'masked'), '[^[:alnum:]]+') END LOOP
+        pg_catalog.lower(masked), '[^ a-z0-9]+', ' ', 'g'), ' ')
+        ELSE pg_catalog.regexp_split_to_array(pg_catalog.lower(masked), '[^[:alnum:]]+') END LOOP
         IF pg_catalog.length(w) >= 2 AND NOT w = ANY (terms) AND NOT w = ANY ('{about,above,after,again,against,all,am,an,and,any,are,as,at,be,because,been,before,being,below,between,both,but,by,can,could,did,do,does,doing,down,during,each,few,for,from,further,had,has,have,having,he,her,here,hers,herself,him,himself,his,how,if,in,into,is,it,its,itself,just,me,more,most,my,myself,no,nor,not,now,of,off,on,once,only,or,other,our,ours,ourselves,out,over,own,same,she,should,so,some,such,than,that,the,their,theirs,them,themselves,then,there,these,they,this,those,through,to,too,under,until,up,very,was,we,were,what,when,where,which,while,who,whom,why,will,with,would,you,your,yours,yourself,yourselves,ll,re,ve,don,didn,doesn,isn,wasn,weren,won}'::text []) THEN
             terms := terms || w;
             EXIT WHEN pg_catalog.cardinality(terms) >= 32;
@@ -1435,7 +1444,7 @@ BEGIN
     -- role changes, and checking here as the caller too made every parse
     -- plan that query twice.
     RETURN pg_catalog.jsonb_build_object(
-        'anchors', anchored OPERATOR(pg_catalog.->) 'anchors',
+        'anchors', anchors,
         'phrases', phrases,
         'terms', pg_catalog.to_jsonb(terms),
         'time', dm_private.parse_time(prepared, COALESCE(parse_query.now, pg_catalog.now())))
