@@ -470,6 +470,7 @@ def test_one_lookup_statement_is_a_checked_definer(conn: psycopg.Connection[Any]
 
 # ---------------------------------------------------------------- session 4: one PL/pgSQL frame
 
+
 # dm.parse_query writes out the bodies of the table-free helpers (prepared
 # text, tokens, n-grams, trigram candidates, phrases, terms) and skips
 # dm_private.parse_anchors when its needle guard fails; the helpers stay as the
@@ -490,7 +491,8 @@ def frame_team(url: str, conn: psycopg.Connection[Any]) -> Principal:
         write.upsert_entities(cur, team_id=team.team_id, items=items)
         cur.execute(
             "INSERT INTO dm_private.predicate_synonyms (team_id, phrase, predicate, enabled) VALUES "
-            "(%(t)s, 'amber', 'uses', true), (%(t)s, 'uses', 'likes', false), (%(t)s, 'paint', 'created', true)",
+            "(%(t)s, 'amber', 'uses', true), (%(t)s, 'uses', 'likes', false), "
+            "(%(t)s, 'paint', 'created', true)",
             {"t": team.team_id},
         )
     return team
@@ -575,7 +577,8 @@ def _assert_frame_equals_reference(url: str, team: Principal, query: str) -> Non
             "(dm_private.parse_query_text(%(q)s, %(c)s) || jsonb_build_object("
             "  'entities', dm_private.match_query_entities(%(t)s, dm_private.query_ngrams(%(q)s), "
             "    dm_private.query_fuzzy_keys(dm_private.query_tokens_cased(%(q)s))), "
-            "  'predicates', dm_private.predicate_hints(%(t)s, dm_private.query_ngrams(%(q)s))))::text AS two",
+            "  'predicates', dm_private.predicate_hints(%(t)s, dm_private.query_ngrams(%(q)s))))::text "
+            "AS two",
             {"q": query, "t": team.team_id, "c": CLOCK},
         )
         row = cur.fetchone()
