@@ -1138,10 +1138,12 @@ DECLARE
              AND pg_catalog.octet_length(pg_catalog.array_to_string(ngrams, '')) <= 2047
         THEN pg_catalog.tsvector_to_array(pg_catalog.array_to_tsvector(ngrams))
         ELSE ngrams END;
-    ids uuid [];
-    mentions text [];
-    canonical boolean [];
-    display text [];
+    -- One row per matched name: {entity id, mention, 't' if canonical else
+    -- 'f', canonical name}, one aggregate instead of four (each aggregate
+    -- costs its start-up on every call). A uuid's text orders as its bytes
+    -- in byte order (hex digits, hyphens at fixed places), so the ordering
+    -- below compares the text COLLATE "C".
+    name_rows_found text [];
     hints text [];
     team_hints text [];
     default_hints text [];
@@ -1166,11 +1168,11 @@ BEGIN
         RETURN '{"entities": [], "predicates": []}'::jsonb;
     END IF;
     SELECT
-        pg_catalog.array_agg(x.entity_id), pg_catalog.array_agg(x.normalized_name),
-        pg_catalog.array_agg(x.is_canonical),
-        -- The canonical name by primary key, for the matches only.
-        pg_catalog.array_agg((SELECT e.canonical_name FROM dm_private.entities AS e
-                              WHERE e.team_id = match_team_id AND e.entity_id = x.entity_id)),
+        pg_catalog.array_agg(ARRAY[
+            x.entity_id::text, x.normalized_name, CASE WHEN x.is_canonical THEN 't' ELSE 'f' END,
+            -- The canonical name by primary key, for the matches only.
+            (SELECT e.canonical_name FROM dm_private.entities AS e
+             WHERE e.team_id = match_team_id AND e.entity_id = x.entity_id)]),
         -- Predicate and first position among the n-grams, as 'predicate
         -- position' (a predicate holds no space): the team's rows (a disabled
         -- one marked ' -') and the defaults, apart; the override rule is
@@ -1183,14 +1185,14 @@ BEGIN
         (SELECT pg_catalog.array_agg(f.predicate || ' ' || pg_catalog.array_position(ngrams, f.phrase))
          FROM dm_private.predicate_synonym_defaults AS f
          WHERE f.phrase COLLATE "C" = ANY (scan_grams))
-    INTO ids, mentions, canonical, display, team_hints, default_hints
+    INTO name_rows_found, team_hints, default_hints
     FROM dm_private.entity_names AS x
     WHERE x.team_id = match_team_id AND x.normalized_name COLLATE "C" = ANY (scan_grams);
 
     -- Entities: the best name of each entity (canonical, then longer, then
     -- smaller), then canonical before alias, longer mentions first, by id;
     -- the first ten.
-    n := COALESCE(pg_catalog.cardinality(ids), 0);
+    n := COALESCE(pg_catalog.array_length(name_rows_found, 1), 0);
     name_rows := n;
     IF n > 16 THEN
         found := dm_private.match_query_entities(match_team_id, ngrams, fuzzy);
@@ -1198,9 +1200,12 @@ BEGIN
         FOR i IN 1..n LOOP
             better := false;
             FOR j IN 1..n LOOP
-                IF j <> i AND ids[j] = ids[i] AND (canonical[j] > canonical[i] OR (canonical[j] = canonical[i] AND (
-                       pg_catalog.length(mentions[j]) > pg_catalog.length(mentions[i])
-                       OR (pg_catalog.length(mentions[j]) = pg_catalog.length(mentions[i]) AND mentions[j] < mentions[i])))) THEN
+                IF j <> i AND name_rows_found[j][1] = name_rows_found[i][1]
+                   AND (name_rows_found[j][3] COLLATE "C" > name_rows_found[i][3]
+                        OR (name_rows_found[j][3] = name_rows_found[i][3] AND (
+                       pg_catalog.length(name_rows_found[j][2]) > pg_catalog.length(name_rows_found[i][2])
+                       OR (pg_catalog.length(name_rows_found[j][2]) = pg_catalog.length(name_rows_found[i][2])
+                           AND name_rows_found[j][2] < name_rows_found[i][2])))) THEN
                     better := true;
                     EXIT;
                 END IF;
@@ -1209,21 +1214,23 @@ BEGIN
             -- Insertion into picked, kept in output order.
             k := pg_catalog.cardinality(picked);
             picked := picked || i;
-            WHILE k > 0 AND (canonical[i] > canonical[picked[k]] OR (canonical[i] = canonical[picked[k]] AND (
-                      pg_catalog.length(mentions[i]) > pg_catalog.length(mentions[picked[k]])
-                      OR (pg_catalog.length(mentions[i]) = pg_catalog.length(mentions[picked[k]]) AND ids[i] < ids[picked[k]])))) LOOP
+            WHILE k > 0 AND (name_rows_found[i][3] COLLATE "C" > name_rows_found[picked[k]][3]
+                             OR (name_rows_found[i][3] = name_rows_found[picked[k]][3] AND (
+                      pg_catalog.length(name_rows_found[i][2]) > pg_catalog.length(name_rows_found[picked[k]][2])
+                      OR (pg_catalog.length(name_rows_found[i][2]) = pg_catalog.length(name_rows_found[picked[k]][2])
+                          AND name_rows_found[i][1] COLLATE "C" < name_rows_found[picked[k]][1])))) LOOP
                 picked[k + 1] := picked[k];
                 picked[k] := i;
                 k := k - 1;
             END LOOP;
         END LOOP;
         FOREACH k IN ARRAY picked LOOP
-            matched_names := matched_names || mentions[k];
-            matched_ids := matched_ids || ids[k];
+            matched_names := matched_names || name_rows_found[k][2];
+            matched_ids := matched_ids || name_rows_found[k][1]::uuid;
             CONTINUE WHEN pg_catalog.jsonb_array_length(found) >= 10;
             found := found || pg_catalog.jsonb_build_object(
-                'entity_id', ids[k], 'name', display[k], 'mention', mentions[k],
-                'match', CASE WHEN canonical[k] THEN 'exact' ELSE 'alias' END, 'similarity', 1.0);
+                'entity_id', name_rows_found[k][1], 'name', name_rows_found[k][4], 'mention', name_rows_found[k][2],
+                'match', CASE WHEN name_rows_found[k][3] = 't' THEN 'exact' ELSE 'alias' END, 'similarity', 1.0);
         END LOOP;
     END IF;
 
