@@ -1353,7 +1353,7 @@ DECLARE
     grams text [];
     gram_text text := '';
     fuzzy text [];
-    prev_capitalized boolean := false;
+    last_capitalized integer := 0;
     pairs text [] := '{}'::text [];
     singles text [] := '{}'::text [];
     anchors jsonb := '[]'::jsonb;
@@ -1391,7 +1391,9 @@ BEGIN
 
     -- dm_private.query_fuzzy_keys. A token whose first character is ASCII
     -- and not A-Z is not capitalized (lower() changes no other ASCII
-    -- character): the full test runs only on the others.
+    -- character): the full test runs only on the others. The previous
+    -- token was capitalized when the last capitalized one is i - 1 (one
+    -- statement per lower-case token instead of two).
     IF joined = lowered THEN
         FOR i IN 1..n LOOP
             IF pg_catalog.length(toks[i]) >= 5
@@ -1405,15 +1407,13 @@ BEGIN
             IF (pg_catalog.ascii(cased[i]) BETWEEN 65 AND 90 OR pg_catalog.ascii(cased[i]) > 127)
                AND pg_catalog.left(cased[i], 1) <> pg_catalog.lower(pg_catalog.left(cased[i], 1))
                AND NOT toks[i] = ANY ('{a,about,after,all,also,an,and,any,are,as,at,be,been,before,but,by,can,could,did,do,does,for,from,had,has,have,he,her,his,how,if,in,into,is,it,its,just,me,my,no,not,of,on,or,our,she,so,some,than,that,the,their,them,then,there,these,they,this,to,was,we,were,what,when,where,which,while,who,whom,why,will,with,would,you,your,i,im,ive,id,ill,us,him,hers,ours,theirs,does,doing,done,been,being,into,over,under,again,ever,never,yes,okay,ok,hey,hi,hello,thanks,thank,please,did,didn,doesn,isn,wasn,weren,won,dont,cant,wont,about,after,before,since,until,last,first,next,this,that,those,these,such,very,much,many,more,most,other,another,january,february,march,april,may,june,july,august,september,october,november,december,jan,feb,mar,apr,jun,jul,aug,sep,sept,oct,nov,dec,monday,tuesday,wednesday,thursday,friday,saturday,sunday,today,yesterday,tomorrow}'::text []) THEN
-                IF prev_capitalized THEN
+                IF last_capitalized = i - 1 THEN
                     pairs := pairs || (toks[i - 1] || ' ' || toks[i]);
                 END IF;
                 IF pg_catalog.length(toks[i]) >= 4 THEN
                     singles := singles || toks[i];
                 END IF;
-                prev_capitalized := true;
-            ELSE
-                prev_capitalized := false;
+                last_capitalized := i;
             END IF;
         END LOOP;
         fuzzy := (pairs || singles)[1:8];
