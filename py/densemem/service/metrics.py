@@ -166,7 +166,7 @@ class ServiceMetrics:
         self.overlapped = Counter(
             "densemem_recall_overlapped_total",
             "Recalls whose query was embedded in their database thread while the key was checked "
-            "(the model was idle; the others queue for a batched model call).",
+            "(a lone recall, the model idle; concurrent recalls share batched model calls).",
         )
         self.degraded = Counter(
             "densemem_degraded_total",

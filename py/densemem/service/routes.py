@@ -68,6 +68,9 @@ class ServiceState:
     # A recall that finds the model idle embeds in its database thread while the key is checked
     # (DENSEMEM_OVERLAP_EMBEDDING, default on; see _recall_overlapped).
     overlap_embedding: bool = True
+    # Recalls in progress (event loop only): a recall overlaps only when it is alone, so that
+    # concurrent recalls keep sharing batched model calls.
+    recalls_in_flight: int = 0
 
     def query_batcher(self) -> QueryBatcher:
         if self.batcher is None:
@@ -263,6 +266,17 @@ async def _recall(
     request: Request, model: type[models.RecallRequest], statement: str, operator: bool
 ) -> Response:
     state = state_of(request)
+    state.recalls_in_flight += 1
+    try:
+        return await _recall_counted(request, model, statement, operator)
+    finally:
+        state.recalls_in_flight -= 1
+
+
+async def _recall_counted(
+    request: Request, model: type[models.RecallRequest], statement: str, operator: bool
+) -> Response:
+    state = state_of(request)
     phases = state.metrics.recall_phases
     began = time.perf_counter()
     key = require_key(request)
@@ -272,7 +286,7 @@ async def _recall(
     if not state.recently_valid(key):
         await authenticate_only(request, key)
         phases.observe(time.perf_counter() - parsed, PHASE_AUTHENTICATE)
-    elif state.overlap_embedding:
+    elif state.overlap_embedding and state.recalls_in_flight == 1:
         batcher = state.query_batcher()
         claim = batcher.claim_idle()
         if claim:
@@ -298,11 +312,12 @@ async def _recall(
 async def _recall_overlapped(
     request: Request, body: models.RecallRequest, statement: str, operator: bool, key: str, claim: int
 ) -> Response:
-    """The recall of a key seen valid recently while the model is idle: ONE worker thread takes a
-    connection, sends the role switch and the key check, embeds the query while the server runs
-    them, then sends the recall and the pipeline's one Sync (densemem.service.auth.call_as_key's
-    `meanwhile`). One thread hand-off instead of two, and the key check and the pool wait no
-    longer add to the embedding. Still one transaction and one round trip."""
+    """A lone recall (no other in progress) of a key seen valid recently, the model idle: ONE
+    worker thread takes a connection, sends the role switch and the key check, embeds the query
+    while the server runs them, then sends the recall and the pipeline's one Sync
+    (densemem.service.auth.call_as_key's `meanwhile`). One thread hand-off instead of two, and
+    the key check and the pool wait no longer add to the embedding. Still one transaction and one
+    round trip."""
     state = state_of(request)
     phases = state.metrics.recall_phases
     batcher = state.query_batcher()
