@@ -68,6 +68,9 @@ DECLARE
     scopes text [] := dm_private.authenticated_scopes();
     lift_weight double precision := 0;
     radius bigint := 1;
+    -- no hops (no discovery, no query entities): proximity is 0 for every
+    -- candidate without a jsonb look-up of its id
+    with_hops boolean := COALESCE(hops <> '{}'::jsonb, false);
 BEGIN
     -- Cost notes (ranking 100 candidates is budgeted at 1 ms, seed 002):
     -- every statement here pays executor start-up and plan validation, so
@@ -125,6 +128,7 @@ BEGIN
                    d.memory_type, d.source_created_at, d.sequence_number, d.source_group,
                    COALESCE(d.importance, 0.5)::double precision AS importance,
                    COALESCE(d.confidence, 1.0)::double precision AS confidence,
+                   (half_lives ->> d.memory_type::text)::double precision AS half_life,
                    CASE WHEN pg_catalog.cardinality(phrases) = 0 THEN 0 ELSE
                        (SELECT pg_catalog.count(*) FROM pg_catalog.unnest(phrases) AS p (phrase)
                         WHERE pg_catalog.strpos(pg_catalog.lower(d.body), p.phrase) > 0)::double precision
@@ -185,12 +189,12 @@ BEGIN
                     + mix_exact * a.exact_terms)
                    / (mix_fusion + mix_phrase + mix_exact) AS relevance,
                    CASE
-                       WHEN half_lives ->> a.memory_type::text IS NULL THEN 1.0
+                       WHEN a.half_life IS NULL THEN 1.0
                        WHEN a.source_created_at IS NOT NULL THEN
                            -- LEAST(700, ...): exp() raises an underflow error below about e^-745,
                            -- which years-old conversation evidence reaches; e^-700 is already 0 here.
                            pg_catalog.exp(-LEAST(700.0, GREATEST(0, EXTRACT(EPOCH FROM clock - a.source_created_at) / 86400.0)
-                                          / (half_lives ->> a.memory_type::text)::double precision))
+                                          / a.half_life))
                        ELSE
                            -- the team's newest sequence number: an uncorrelated
                            -- subquery, run only when a candidate has no created_at
@@ -198,14 +202,15 @@ BEGIN
                                (SELECT pg_catalog.max(x.sequence_number) FROM dm_private.search_documents AS x
                                 WHERE x.team_id = team AND x.subject_kind = 'evidence')
                                - a.sequence_number, 0))::double precision
-                                          / (half_lives ->> a.memory_type::text)::double precision))
+                                          / a.half_life))
                    END::double precision AS recency,
                    LEAST(1.0, GREATEST(0.0, a.importance)) AS importance,
                    LEAST(1.0, (COALESCE(u.used_count, 0) + prior_used)
                               / (COALESCE(u.retrieved_count, 0) + GREATEST(prior_retrieved, prior_used, 1)))
                        ::double precision AS frequency,
-                   COALESCE(pg_catalog.power(0.5, (hops ->> a.evidence_id::text)::double precision), 0)::double precision
-                       AS proximity,
+                   CASE WHEN with_hops
+                        THEN COALESCE(pg_catalog.power(0.5, (hops ->> a.evidence_id::text)::double precision), 0)
+                        ELSE 0 END::double precision AS proximity,
                    LEAST(1.0, GREATEST(0.0, a.confidence)) AS confidence,
                    COALESCE(s.strength, 0) AS support,
                    a.phrase,
@@ -217,6 +222,12 @@ BEGIN
             LEFT JOIN usage AS u ON u.evidence_id = a.evidence_id
             LEFT JOIN support AS s ON s.evidence_id = a.evidence_id
             LEFT JOIN temporal AS t ON t.document_id = a.document_id AND t.evidence_id = a.evidence_id
+            -- OFFSET 0 keeps this a subquery of its own: pulled up into the
+            -- levels above, each signal's expression was copied to every
+            -- place that reads it (recency, with its numeric age arithmetic
+            -- and the newest-sequence subquery, three times per row: the
+            -- column, the score and the lifted score)
+            OFFSET 0
         ),
         scored AS (
             SELECT s.*,

@@ -13,7 +13,11 @@
 
 -- Pairwise similarity of a pool of documents, as a flattened n x n matrix in
 -- the order given. Runs as the searcher: reads vectors and texts of
--- candidates already chosen by the branches, inside the team.
+-- candidates already chosen by the branches, inside the team. recall_mmr no
+-- longer calls it (since session 4 it computes the pairs it reads from
+-- recall_pool_vectors, with this expression); it stays the similarity a DBA
+-- can inspect, and tests/python/test_recall_mmr_reference.py runs the
+-- previous MMR on it to check recall_mmr bit for bit.
 CREATE OR REPLACE FUNCTION dm_private.recall_similarity_matrix(team_id uuid, document_ids uuid [])
 RETURNS double precision []
 LANGUAGE plpgsql
@@ -77,10 +81,67 @@ REVOKE ALL ON FUNCTION dm_private.recall_similarity_matrix(uuid, uuid []) FROM P
 GRANT EXECUTE ON FUNCTION dm_private.recall_similarity_matrix(uuid, uuid [])
 TO densemem_app, densemem_analyst, densemem_operator;
 
+-- The pool's current vectors (and, only when one is missing, the first 500
+-- characters of every pool text), in the order given: what recall_mmr needs
+-- to compute the similarities it uses, read in one statement as the searcher
+-- (two when a vector is missing). recall_similarity_matrix builds all n x n
+-- pairs, mirrored and sorted, through four materialized sets; MMR reads
+-- fewer pairs than that (the collapse stops at a row's first duplicate) and
+-- computes each from these arrays with the same expression, so the values
+-- are the matrix's bit for bit.
+CREATE OR REPLACE FUNCTION dm_private.recall_pool_vectors(team_id uuid, document_ids uuid [],
+    OUT embeddings public.halfvec [], OUT heads text [])
+LANGUAGE plpgsql
+STABLE
+SECURITY DEFINER
+SET search_path = ''
+AS $$
+DECLARE
+    team constant uuid := dm_private.require_team(recall_pool_vectors.team_id);
+    complete boolean;
+BEGIN
+    IF COALESCE(pg_catalog.cardinality(document_ids), 0) = 0 THEN
+        embeddings := '{}';
+        heads := '{}';
+        RETURN;
+    END IF;
+    -- as recall_similarity_matrix: a vector counts only when it is of the
+    -- active contract and of the document's current document and source
+    -- versions
+    SELECT pg_catalog.array_agg(e.embedding ORDER BY p.ord), pg_catalog.bool_and(e.embedding IS NOT NULL)
+    INTO embeddings, complete
+    FROM pg_catalog.unnest(document_ids) WITH ORDINALITY AS p (document_id, ord)
+    LEFT JOIN dm_private.search_documents AS d ON d.team_id = team AND d.document_id = p.document_id
+    LEFT JOIN dm_private.document_embeddings AS e
+           ON e.team_id = team AND e.document_id = p.document_id
+          AND e.contract_id = (SELECT c.contract_id FROM dm_private.embedding_contracts AS c WHERE c.is_active)
+          AND e.document_version = d.document_version AND e.source_version = d.source_version;
+    IF NOT complete THEN
+        SELECT pg_catalog.array_agg(pg_catalog.left(d.body, 500) ORDER BY p.ord)
+        INTO heads
+        FROM pg_catalog.unnest(document_ids) WITH ORDINALITY AS p (document_id, ord)
+        LEFT JOIN dm_private.search_documents AS d ON d.team_id = team AND d.document_id = p.document_id;
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION dm_private.recall_pool_vectors(uuid, uuid []) IS
+'The current vectors (active contract, current document and source versions; NULL when none) of the given documents in the order given, and, only when one is missing, the first 500 characters of each text: the inputs of recall_mmr''s similarities. Runs as densemem_searcher.';
+ALTER FUNCTION dm_private.recall_pool_vectors(uuid, uuid []) OWNER TO densemem_searcher;
+REVOKE ALL ON FUNCTION dm_private.recall_pool_vectors(uuid, uuid []) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION dm_private.recall_pool_vectors(uuid, uuid [])
+TO densemem_app, densemem_analyst, densemem_operator;
+
 -- Greedy MMR over the scored candidates (ordered by score). Returns every
 -- pool candidate once: the picked ones in MMR order (mmr_rank 1..), then the
 -- rest by score; collapsed duplicates are returned with collapsed_into set
 -- and no rank.
+--
+-- Cost notes (ranking 100 candidates is budgeted at 1 ms): the similarity of
+-- two pool members is computed where it is used, from the pool's vectors
+-- (recall_pool_vectors), by the expression recall_similarity_matrix uses;
+-- the collapse reads a pair only while the row is not yet collapsed, and each
+-- greedy step reads the similarities to the previous pick in the same pass
+-- that finds the next one (one pass over the pool per pick, not two).
 CREATE OR REPLACE FUNCTION dm_private.recall_mmr(team_id uuid, scored dm_private.recall_scored [], settings jsonb,
     want integer)
 RETURNS TABLE (evidence_id uuid, document_id uuid, mmr_rank integer, mmr_value double precision,
@@ -95,10 +156,13 @@ DECLARE
     pool_size integer := COALESCE((settings #>> '{mmr,pool}')::integer, 30);
     pool dm_private.recall_scored [];
     n integer;
-    sim double precision [];
+    emb public.halfvec [];
+    heads text [];
+    complete boolean;
     scores double precision [];
     keys bigint [];
     ids uuid [];
+    doc_ids uuid [];
     best_score double precision;
     alive boolean [];
     picked boolean [];
@@ -109,7 +173,9 @@ DECLARE
     picked_count integer := 0;
     i integer;
     j integer;
-    best integer;
+    s double precision;
+    best integer := NULL;
+    previous integer := NULL;
     best_value double precision;
     candidate_value double precision;
 BEGIN
@@ -121,13 +187,14 @@ BEGIN
     IF n = 0 THEN
         RETURN;
     END IF;
-    sim := dm_private.recall_similarity_matrix(
-        recall_mmr.team_id, ARRAY(SELECT p.document_id FROM pg_catalog.unnest(pool) AS p));
-    -- Fixed-width copies: an element of a composite array is found by
-    -- walking the array, a double or bigint element by its offset.
-    scores := ARRAY(SELECT p.score FROM pg_catalog.unnest(pool) AS p);
-    keys := ARRAY(SELECT pg_catalog.hashtextextended(p.body_key, 0) FROM pg_catalog.unnest(pool) AS p);
-    ids := ARRAY(SELECT p.evidence_id FROM pg_catalog.unnest(pool) AS p);
+    -- Fixed-width copies in one pass: an element of a composite array is
+    -- found by walking the array, a double or bigint element by its offset.
+    SELECT pg_catalog.array_agg(p.score), pg_catalog.array_agg(pg_catalog.hashtextextended(p.body_key, 0)),
+           pg_catalog.array_agg(p.evidence_id), pg_catalog.array_agg(p.document_id)
+    INTO scores, keys, ids, doc_ids
+    FROM pg_catalog.unnest(pool) AS p;
+    SELECT v.embeddings, v.heads INTO emb, heads FROM dm_private.recall_pool_vectors(recall_mmr.team_id, doc_ids) AS v;
+    complete := heads IS NULL;
     best_score := GREATEST(scores[1], 1e-9);
     alive := pg_catalog.array_fill(true, ARRAY[n]);
     picked := pg_catalog.array_fill(false, ARRAY[n]);
@@ -136,10 +203,18 @@ BEGIN
     rank_of := pg_catalog.array_fill(NULL::integer, ARRAY[n]);
     value_of := pg_catalog.array_fill(NULL::double precision, ARRAY[n]);
 
-    -- collapse exact and near duplicates into the better-scored candidate
+    -- collapse exact and near duplicates into the better-scored candidate;
+    -- the similarity is recall_similarity_matrix's: cosine similarity of the
+    -- two vectors when both exist (always, when `complete`), else trigram
+    -- similarity of the heads, NULL as 0
     FOR i IN 2..n LOOP
         FOR j IN 1..i - 1 LOOP
-            IF alive[j] AND (keys[i] = keys[j] OR sim[(i - 1) * n + j] >= duplicate_at) THEN
+            IF alive[j] AND (keys[i] = keys[j]
+                             OR CASE WHEN complete THEN 1.0 - (emb[i] OPERATOR(public.<=>) emb[j])
+                                ELSE COALESCE(CASE WHEN emb[i] IS NOT NULL AND emb[j] IS NOT NULL
+                                                   THEN 1.0 - (emb[i] OPERATOR(public.<=>) emb[j])
+                                                   ELSE public.similarity(heads[i], heads[j]) END, 0)
+                                END::double precision >= duplicate_at) THEN
                 alive[i] := false;
                 collapsed[i] := ids[j];
                 EXIT;
@@ -147,11 +222,22 @@ BEGIN
         END LOOP;
     END LOOP;
 
-    -- greedy MMR
+    -- greedy MMR: each pass first raises every remaining candidate's
+    -- max_sim by its similarity to the previous pick, then scores it
     WHILE picked_count < LEAST(want, n) LOOP
         best := NULL;
         FOR i IN 1..n LOOP
             CONTINUE WHEN NOT alive[i] OR picked[i];
+            IF previous IS NOT NULL THEN
+                s := CASE WHEN complete THEN 1.0 - (emb[i] OPERATOR(public.<=>) emb[previous])
+                     ELSE COALESCE(CASE WHEN emb[i] IS NOT NULL AND emb[previous] IS NOT NULL
+                                        THEN 1.0 - (emb[i] OPERATOR(public.<=>) emb[previous])
+                                        ELSE public.similarity(heads[i], heads[previous]) END, 0)
+                     END::double precision;
+                IF s > max_sim[i] THEN
+                    max_sim[i] := s;
+                END IF;
+            END IF;
             candidate_value := lambda * scores[i] / best_score - (1 - lambda) * max_sim[i];
             IF best IS NULL OR candidate_value > best_value THEN
                 best := i;
@@ -163,12 +249,23 @@ BEGIN
         picked_count := picked_count + 1;
         rank_of[best] := picked_count;
         value_of[best] := best_value;
+        previous := best;
+    END LOOP;
+    -- the last pick's similarities (when the loop stopped at `want`, no pass
+    -- read them): max_sim is returned
+    IF best IS NOT NULL THEN
         FOR i IN 1..n LOOP
-            IF alive[i] AND NOT picked[i] AND sim[(i - 1) * n + best] > max_sim[i] THEN
-                max_sim[i] := sim[(i - 1) * n + best];
+            CONTINUE WHEN NOT alive[i] OR picked[i];
+            s := CASE WHEN complete THEN 1.0 - (emb[i] OPERATOR(public.<=>) emb[best])
+                 ELSE COALESCE(CASE WHEN emb[i] IS NOT NULL AND emb[best] IS NOT NULL
+                                    THEN 1.0 - (emb[i] OPERATOR(public.<=>) emb[best])
+                                    ELSE public.similarity(heads[i], heads[best]) END, 0)
+                 END::double precision;
+            IF s > max_sim[i] THEN
+                max_sim[i] := s;
             END IF;
         END LOOP;
-    END LOOP;
+    END IF;
     -- the rest of the pool, by score
     FOR i IN 1..n LOOP
         IF alive[i] AND NOT picked[i] THEN

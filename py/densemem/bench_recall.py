@@ -125,7 +125,10 @@ BEGIN
     -- of the fused candidates, timed alone
     FOR r IN SELECT * FROM bench_ranking_input ORDER BY i LOOP
         PERFORM pg_catalog.set_config('densemem.team_id', r.team::text, true);
-        fused := r.fused;
+        -- an in-memory array, as recall_run holds the fusion's output: the
+        -- table's copy is compressed, and each read of it inside the timed
+        -- stages would decompress it again
+        fused := ARRAY(SELECT f FROM pg_catalog.unnest(r.fused) AS f);
         started := pg_catalog.clock_timestamp();
         scored := ARRAY(SELECT s FROM dm_private.recall_rerank(r.team, r.query, fused, r.req,
             r.settings, '{}', true) AS s);
