@@ -71,7 +71,8 @@ A(
     ("issue_key", "PROJ-42"),
     ("issue_key", "OPS-9999"),
 )
-A("see [DM-7] for details", ("issue_key", "DM-7"))
+# A short project key with a one-digit number is not an issue key (gene and virus names).
+A("see [DM-7] for details")
 A("ticket K8S-1024 mentions the outage", ("issue_key", "K8S-1024"))
 A("Is JIRA-5 done?", ("issue_key", "JIRA-5"))
 A("ABCDEFGHIJ-1 is the longest project key", ("issue_key", "ABCDEFGHIJ-1"))
@@ -556,7 +557,6 @@ A(
 A("sha 2fd4e1c67a2d28fced849ee1bb76e7391b93eb12", ("hash", "2fd4e1c67a2d28fced849ee1bb76e7391b93eb12"))
 A(
     "REL-2 ships 3.0.0-beta.2+exp.sha.5114f85",
-    ("issue_key", "REL-2"),
     ("semver", "3.0.0-beta.2+exp.sha.5114f85"),
 )
 A(
@@ -613,6 +613,27 @@ T("photos from 1899", None)
 T("around 2099", W("2099-01-01", "2100-01-01"))
 T("on 2023-5-8", None)
 T("on 1234 May", None)
+
+# Cases added after the numbered ones (short gene-like keys, overlapping identifiers), with their ids.
+A("Does PD-1 blockade improve survival?", id="anchor-gene-01")
+A("IL-6 levels rise after exercise", id="anchor-gene-02")
+A("HIV-1 integrase inhibitors", id="anchor-gene-03")
+A("BCL-2 expression in lymphoma", id="anchor-gene-04")
+A("see DM-7 and REL-2", id="anchor-gene-05")
+A("PROJ-7 and DM-77 are open", ("issue_key", "PROJ-7"), ("issue_key", "DM-77"), id="anchor-gene-06")
+A("/0/0 0/0/0.a", ("path", "/0/0"), ("path", "0/0/0.a"), id="anchor-overlap-01")
+A(
+    "diff /a/b against lib/a/b/c.py and /a/b again",
+    ("path", "/a/b"),
+    ("path", "lib/a/b/c.py"),
+    id="anchor-overlap-02",
+)
+A(
+    "ABC-12 was split from XABC-123 and ABC-12",
+    ("issue_key", "ABC-12"),
+    ("issue_key", "XABC-123"),
+    id="anchor-overlap-03",
+)
 
 phrases = []
 
