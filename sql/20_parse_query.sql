@@ -1167,27 +1167,33 @@ BEGIN
     IF ngrams IS NULL OR pg_catalog.cardinality(ngrams) = 0 THEN
         RETURN '{"entities": [], "predicates": []}'::jsonb;
     END IF;
+    -- Three ARRAY(SELECT ...) sublinks under one Result: no aggregate node
+    -- to start (an Agg node's start-up, with its catalog look-ups and ACL
+    -- checks, ran on every call); an empty answer is an empty array.
     SELECT
-        pg_catalog.array_agg(ARRAY[
-            x.entity_id::text, x.normalized_name, CASE WHEN x.is_canonical THEN 't' ELSE 'f' END,
-            -- The canonical name by primary key, for the matches only.
-            (SELECT e.canonical_name FROM dm_private.entities AS e
-             WHERE e.team_id = match_team_id AND e.entity_id = x.entity_id)]),
+        ARRAY(
+            SELECT ARRAY[
+                x.entity_id::text, x.normalized_name, CASE WHEN x.is_canonical THEN 't' ELSE 'f' END,
+                -- The canonical name by primary key, for the matches only.
+                (SELECT e.canonical_name FROM dm_private.entities AS e
+                 WHERE e.team_id = match_team_id AND e.entity_id = x.entity_id)]
+            FROM dm_private.entity_names AS x
+            WHERE x.team_id = match_team_id AND x.normalized_name COLLATE "C" = ANY (scan_grams)),
         -- Predicate and first position among the n-grams, as 'predicate
         -- position' (a predicate holds no space): the team's rows (a disabled
         -- one marked ' -') and the defaults, apart; the override rule is
-        -- applied below (two aggregates over two scans: fewer plan nodes to
-        -- start than a union with an anti-join subquery).
-        (SELECT pg_catalog.array_agg(s.predicate || ' ' || pg_catalog.array_position(ngrams, s.phrase)
-                                     || CASE WHEN s.enabled THEN '' ELSE ' -' END)
-         FROM dm_private.predicate_synonyms AS s
-         WHERE s.team_id = match_team_id AND s.phrase COLLATE "C" = ANY (scan_grams)),
-        (SELECT pg_catalog.array_agg(f.predicate || ' ' || pg_catalog.array_position(ngrams, f.phrase))
-         FROM dm_private.predicate_synonym_defaults AS f
-         WHERE f.phrase COLLATE "C" = ANY (scan_grams))
-    INTO name_rows_found, team_hints, default_hints
-    FROM dm_private.entity_names AS x
-    WHERE x.team_id = match_team_id AND x.normalized_name COLLATE "C" = ANY (scan_grams);
+        -- applied below (two scans: fewer plan nodes to start than a union
+        -- with an anti-join subquery).
+        ARRAY(
+            SELECT s.predicate || ' ' || pg_catalog.array_position(ngrams, s.phrase)
+                   || CASE WHEN s.enabled THEN '' ELSE ' -' END
+            FROM dm_private.predicate_synonyms AS s
+            WHERE s.team_id = match_team_id AND s.phrase COLLATE "C" = ANY (scan_grams)),
+        ARRAY(
+            SELECT f.predicate || ' ' || pg_catalog.array_position(ngrams, f.phrase)
+            FROM dm_private.predicate_synonym_defaults AS f
+            WHERE f.phrase COLLATE "C" = ANY (scan_grams))
+    INTO name_rows_found, team_hints, default_hints;
 
     -- Entities: the best name of each entity (canonical, then longer, then
     -- smaller), then canonical before alias, longer mentions first, by id;
@@ -1237,7 +1243,7 @@ BEGIN
     -- The team's phrases replace the defaults of the same phrase, enabled or
     -- not: a phrase has one first position among the n-grams, so a default
     -- is dropped when a team row has its position.
-    IF team_hints IS NULL THEN
+    IF pg_catalog.cardinality(team_hints) = 0 THEN
         hints := default_hints;
     ELSE
         hints := '{}'::text [];
@@ -1247,7 +1253,7 @@ BEGIN
                 hints := hints || candidate;
             END IF;
         END LOOP;
-        IF default_hints IS NOT NULL THEN
+        IF pg_catalog.cardinality(default_hints) > 0 THEN
             FOREACH candidate IN ARRAY default_hints LOOP
                 IF NOT pg_catalog.split_part(candidate, ' ', 2) = ANY (taken) THEN
                     hints := hints || candidate;
