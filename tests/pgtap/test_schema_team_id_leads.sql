@@ -44,10 +44,17 @@ VALUES
 --                              documents of all teams (0015). A non-unique
 --                              partial index of pending rows: Citus builds it
 --                              per shard, where it still serves the claim.
+--   dm_private.search_documents_team_lexemes_idx
+--                              a GIN index whose every key begins with the
+--                              team id's first 8 hex digits (0025): the team
+--                              leads each key rather than the column list,
+--                              and recall keeps its explicit team_id
+--                              predicate for prefix collisions.
 CREATE TEMPORARY VIEW index_exceptions (index_name) AS
 VALUES
     ('dm_private.teams_name_key'),
-    ('dm_private.search_documents_claim_order_idx');
+    ('dm_private.search_documents_claim_order_idx'),
+    ('dm_private.search_documents_team_lexemes_idx');
 
 CREATE TEMPORARY VIEW dm_tables AS
 SELECT c.oid AS table_oid,
