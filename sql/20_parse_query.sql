@@ -1345,13 +1345,19 @@ DECLARE
         capped,
         U&'\0009\000A\000B\000C\000D\00A0\2000\2001\2002\2003\2004\2005\2006\2007\2008\2009\200A\200B\202F\205F\3000\FEFF\2019\2018',
         '                      ''''') END;
-    -- dm_private.query_tokens_cased and its lower-case tokens
-    cased constant text [] := (pg_catalog.array_remove(pg_catalog.string_to_array(
+    -- dm_private.query_tokens_cased and its lower-case tokens. Words of
+    -- ASCII letters and digits with at most a final question mark (most
+    -- questions) have no punctuation to trim but that mark: one short
+    -- regular expression without lookaround instead of the trimming one.
+    cased constant text [] := CASE WHEN prepared ~ '^[A-Za-z0-9 ]*\??$'
+        THEN (pg_catalog.array_remove(pg_catalog.string_to_array(
+            pg_catalog.rtrim(prepared, '?'), ' '), ''))[1:64]
+        ELSE (pg_catalog.array_remove(pg_catalog.string_to_array(
         pg_catalog.regexp_replace(
             prepared,
             '''[sS](?![^ !"$%&''()*,./:;<=>?@[\\\]^_`{|}~“”‘«»¿¡…—–·-])|(?<![^ ])[!"$%&''()*,./:;<=>?@[\\\]^_`{|}~“”‘«»¿¡…—–·-]+|[!"$%&''()*,./:;<=>?@[\\\]^_`{|}~“”‘«»¿¡…—–·-]+(?![^ ])',
             '', 'g'),
-        ' '), ''))[1:64];
+        ' '), ''))[1:64] END;
     joined constant text := pg_catalog.array_to_string(cased, ' ');
     lowered constant text := pg_catalog.lower(joined);
     toks constant text [] := pg_catalog.string_to_array(lowered, ' ');
