@@ -21,10 +21,14 @@ Conn = psycopg.Connection[Any]
 
 
 def _profile(conn: Conn, name: str, changes: dict[str, dict[str, Any]]) -> None:
-    """A non-default ranking profile: the default's settings with some sections' keys changed."""
+    """A non-default ranking profile: the default's settings without the two features (as before
+    default v9), with some sections' keys changed."""
     row = conn.execute("SELECT settings FROM dm_private.ranking_profiles WHERE is_default").fetchone()
     assert row is not None
     settings: dict[str, Any] = row[0]
+    settings["fulltext"].pop("context_radius", None)
+    settings["relevance_mix"].pop("content", None)
+    settings["relevance_mix"].pop("content_pivot", None)
     for section, values in changes.items():
         settings[section] = {**settings.get(section, {}), **values}
     conn.execute(
@@ -67,22 +71,26 @@ def _conversation(conn: Conn, name: str) -> tuple[uuid.UUID, dict[str, uuid.UUID
 
 def test_exchange_context_is_off_unless_the_profile_sets_it(admin_conn: Conn) -> None:
     team, ids = _conversation(admin_conn, "exchange-off")
+    _profile(admin_conn, "plain", {})
     _profile(admin_conn, "ctx_zero", {"fulltext": {"context_radius": 0}})
     _profile(admin_conn, "ctx_one", {"fulltext": {"context_radius": 1}})
-    default = _fulltext(admin_conn, team, "sailing trip lighthouse", "default")
+    default = _fulltext(admin_conn, team, "sailing trip lighthouse", "plain")
     zero = _fulltext(admin_conn, team, "sailing trip lighthouse", "ctx_zero")
     assert default == zero
     assert set(default) == {ids["q"], ids["n"]}
     one = _fulltext(admin_conn, team, "sailing trip lighthouse", "ctx_one")
     assert set(one) != set(default)  # the test can fail: radius 1 changes the branch
+    # default v9 (0049) searches with radius 1
+    assert _fulltext(admin_conn, team, "sailing trip lighthouse", "default") == one
 
 
 def test_a_reply_is_found_through_the_turn_it_answers(admin_conn: Conn) -> None:
     team, ids = _conversation(admin_conn, "exchange-on")
+    _profile(admin_conn, "plain", {})
     _profile(admin_conn, "ctx_one", {"fulltext": {"context_radius": 1}})
     _profile(admin_conn, "ctx_two", {"fulltext": {"context_radius": 2}})
     one = _fulltext(admin_conn, team, "sailing trip lighthouse", "ctx_one")
-    off = _fulltext(admin_conn, team, "sailing trip lighthouse", "default")
+    off = _fulltext(admin_conn, team, "sailing trip lighthouse", "plain")
     # a answers q (the next write, same group)
     assert set(one) == {ids["q"], ids["a"], ids["n"]}
     assert one[ids["a"]] > 0
@@ -94,7 +102,7 @@ def test_a_reply_is_found_through_the_turn_it_answers(admin_conn: Conn) -> None:
     assert set(two) == {ids["q"], ids["a"], ids["n"]}
     # a turn matching on its own gains its predecessor's matching terms
     lighthouse = _fulltext(admin_conn, team, "lighthouse dolphins", "ctx_one")
-    alone = _fulltext(admin_conn, team, "lighthouse dolphins", "default")
+    alone = _fulltext(admin_conn, team, "lighthouse dolphins", "plain")
     assert lighthouse[ids["a"]] > alone[ids["a"]]
 
 
@@ -130,9 +138,10 @@ def test_the_content_part_of_relevance_prefers_the_turn_that_says_more(admin_con
     # two candidates: fusion min-max gives the short text 1 and the long one 0, so the content
     # part must outweigh the whole fusion share to reorder them
     _profile(admin_conn, "content_heavy", {"relevance_mix": {"content": 2.0, "content_pivot": 20}})
+    _profile(admin_conn, "plain", {})
     _profile(admin_conn, "content_zero", {"relevance_mix": {"content": 0}})
     # BM25 favours the short text (length normalisation): it ranks first without the content part
-    assert result_ids(recall(admin_conn, team, "Paris", request={"ranking_profile": "default"})) == [
+    assert result_ids(recall(admin_conn, team, "Paris", request={"ranking_profile": "plain"})) == [
         short,
         long,
     ]
