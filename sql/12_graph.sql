@@ -247,3 +247,143 @@ COMMENT ON FUNCTION dm.assert_relationship(uuid, jsonb) IS
 'Asserts a relationship authored by the acting profile: {"subject_entity_id", "predicate", "object_entity_id" | "object_value", "polarity"?, "evidence_ids": [id, ...] or [{"evidence_id", "span_start", "span_end"}], "valid_from"?, "valid_to"?, "semantic_group"?}. It starts as tier candidate, status pending_evidence, with a transition row; disagreements with the team''s live relationships of the same subject and predicate are recorded in conflicts. SQLSTATE 22023 bad value, 22P02 malformed uuid, 23503 entity or evidence not in this team, 23514 span outside the text.';
 REVOKE ALL ON FUNCTION dm.assert_relationship(uuid, jsonb) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION dm.assert_relationship(uuid, jsonb) TO densemem_app;
+
+-- Evidence -> eligible relationship links (migration 0038): a row per
+-- accepted relationship_evidence link whose relationship is eligible by
+-- status and tier (active, validated_claim or fact), with the endpoints,
+-- owner and recorded end copied, so that recall's proximity signal and
+-- discovery's seeds go from an evidence row to its entities in one index
+-- range. These statement triggers keep it exact in the transaction of every
+-- write (assert, verification, lifecycle moves, erasure, direct SQL).
+-- After INSERT on relationship_evidence: links of the new accepted rows
+-- whose relationship is eligible.
+CREATE OR REPLACE FUNCTION dm_private.evidence_links_inserted()
+RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = ''
+AS $$
+BEGIN
+    INSERT INTO dm_private.evidence_entity_links AS l (team_id, evidence_id, relationship_id, subject_entity_id,
+                                                       object_entity_id, owner_profile_id, known_to)
+    SELECT n.team_id, n.evidence_id, n.relationship_id, r.subject_entity_id, r.object_entity_id, r.owner_profile_id,
+           r.known_to
+    FROM new_rows AS n
+    JOIN dm_private.relationships AS r ON r.team_id = n.team_id AND r.relationship_id = n.relationship_id
+    WHERE n.accepted
+      AND r.status = 'active' AND r.tier IN ('validated_claim', 'fact')
+    ON CONFLICT ON CONSTRAINT evidence_entity_links_pkey DO NOTHING;
+    RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION dm_private.evidence_links_inserted() IS
+'Trigger (statement, after INSERT on relationship_evidence): adds the evidence_entity_links rows of new accepted links to eligible relationships.';
+
+-- After UPDATE on relationship_evidence: a link whose key or accepted flag
+-- changed is removed and re-added from its new row (span-only updates, as
+-- erasure makes, change nothing).
+CREATE OR REPLACE FUNCTION dm_private.evidence_links_updated()
+RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = ''
+AS $$
+BEGIN
+    DELETE FROM dm_private.evidence_entity_links AS l
+    USING old_rows AS o
+    WHERE l.team_id = o.team_id AND l.evidence_id = o.evidence_id AND l.relationship_id = o.relationship_id
+      AND NOT EXISTS (SELECT 1 FROM new_rows AS n
+                      WHERE n.team_id = o.team_id AND n.evidence_id = o.evidence_id
+                        AND n.relationship_id = o.relationship_id AND n.accepted = o.accepted);
+    INSERT INTO dm_private.evidence_entity_links AS l (team_id, evidence_id, relationship_id, subject_entity_id,
+                                                       object_entity_id, owner_profile_id, known_to)
+    SELECT n.team_id, n.evidence_id, n.relationship_id, r.subject_entity_id, r.object_entity_id, r.owner_profile_id,
+           r.known_to
+    FROM new_rows AS n
+    JOIN dm_private.relationships AS r ON r.team_id = n.team_id AND r.relationship_id = n.relationship_id
+    WHERE n.accepted
+      AND r.status = 'active' AND r.tier IN ('validated_claim', 'fact')
+      AND NOT EXISTS (SELECT 1 FROM old_rows AS o
+                      WHERE o.team_id = n.team_id AND o.evidence_id = n.evidence_id
+                        AND o.relationship_id = n.relationship_id AND o.accepted = n.accepted)
+    ON CONFLICT ON CONSTRAINT evidence_entity_links_pkey DO NOTHING;
+    RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION dm_private.evidence_links_updated() IS
+'Trigger (statement, after UPDATE on relationship_evidence): a link whose key or accepted flag changed leaves evidence_entity_links and comes back from its new row when accepted and eligible.';
+
+-- After DELETE on relationship_evidence: the links go with it.
+CREATE OR REPLACE FUNCTION dm_private.evidence_links_deleted()
+RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = ''
+AS $$
+BEGIN
+    DELETE FROM dm_private.evidence_entity_links AS l
+    USING old_rows AS o
+    WHERE l.team_id = o.team_id AND l.evidence_id = o.evidence_id AND l.relationship_id = o.relationship_id;
+    RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION dm_private.evidence_links_deleted() IS
+'Trigger (statement, after DELETE on relationship_evidence): removes the matching evidence_entity_links rows.';
+
+-- After UPDATE on relationships: a relationship whose status, tier,
+-- endpoints, owner or recorded end changed gets its links rebuilt from its
+-- accepted relationship_evidence rows (none when it is no longer eligible).
+CREATE OR REPLACE FUNCTION dm_private.relationship_links_updated()
+RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = ''
+AS $$
+DECLARE
+    changed_teams uuid [];
+    changed_ids uuid [];
+BEGIN
+    SELECT pg_catalog.array_agg(n.team_id), pg_catalog.array_agg(n.relationship_id)
+    INTO changed_teams, changed_ids
+    FROM new_rows AS n
+    JOIN old_rows AS o ON o.team_id = n.team_id AND o.relationship_id = n.relationship_id
+    WHERE (o.status, o.tier, o.subject_entity_id, o.object_entity_id, o.owner_profile_id, o.known_to)
+          IS DISTINCT FROM (n.status, n.tier, n.subject_entity_id, n.object_entity_id, n.owner_profile_id, n.known_to);
+    IF changed_ids IS NULL THEN
+        RETURN NULL;
+    END IF;
+    DELETE FROM dm_private.evidence_entity_links AS l
+    USING ROWS FROM (pg_catalog.unnest(changed_teams), pg_catalog.unnest(changed_ids)) AS c (team_id, relationship_id)
+    WHERE l.team_id = c.team_id AND l.relationship_id = c.relationship_id;
+    INSERT INTO dm_private.evidence_entity_links AS l (team_id, evidence_id, relationship_id, subject_entity_id,
+                                                       object_entity_id, owner_profile_id, known_to)
+    SELECT re.team_id, re.evidence_id, re.relationship_id, n.subject_entity_id, n.object_entity_id,
+           n.owner_profile_id, n.known_to
+    FROM ROWS FROM (pg_catalog.unnest(changed_teams), pg_catalog.unnest(changed_ids)) AS c (team_id, relationship_id)
+    JOIN new_rows AS n ON n.team_id = c.team_id AND n.relationship_id = c.relationship_id
+    JOIN dm_private.relationship_evidence AS re
+      ON re.team_id = c.team_id AND re.relationship_id = c.relationship_id
+    WHERE re.accepted
+      AND n.status = 'active' AND n.tier IN ('validated_claim', 'fact')
+    ON CONFLICT ON CONSTRAINT evidence_entity_links_pkey DO NOTHING;
+    RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION dm_private.relationship_links_updated() IS
+'Trigger (statement, after UPDATE on relationships): rebuilds the evidence_entity_links rows of relationships whose status, tier, endpoints, owner or recorded end changed.';
+
+-- TRUNCATE has no transition table: the links are emptied with it.
+CREATE OR REPLACE FUNCTION dm_private.evidence_links_truncated()
+RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = ''
+AS $$
+BEGIN
+    TRUNCATE dm_private.evidence_entity_links;
+    RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION dm_private.evidence_links_truncated() IS
+'Trigger (statement, after TRUNCATE on relationship_evidence or relationships): empties evidence_entity_links.';
+
+REVOKE ALL ON FUNCTION dm_private.evidence_links_inserted() FROM PUBLIC;
+REVOKE ALL ON FUNCTION dm_private.evidence_links_updated() FROM PUBLIC;
+REVOKE ALL ON FUNCTION dm_private.evidence_links_deleted() FROM PUBLIC;
+REVOKE ALL ON FUNCTION dm_private.relationship_links_updated() FROM PUBLIC;
+REVOKE ALL ON FUNCTION dm_private.evidence_links_truncated() FROM PUBLIC;

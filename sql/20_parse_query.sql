@@ -620,6 +620,14 @@ BEGIN
         END IF;
     END IF;
 
+    -- Most queries name no time: a typed literal (folded into the cached
+    -- plan) instead of building the same object.
+    IF intent IS NULL AND temporal IS NOT NULL AND window_json = 'null'::jsonb AND expressions = '[]'::jsonb THEN
+        IF temporal THEN
+            RETURN '{"window": null, "intent": null, "temporal_question": true, "expressions": []}'::jsonb;
+        END IF;
+        RETURN '{"window": null, "intent": null, "temporal_question": false, "expressions": []}'::jsonb;
+    END IF;
     RETURN pg_catalog.jsonb_build_object(
         'window', window_json,
         'intent', intent,
@@ -1105,12 +1113,41 @@ SET search_path = ''
 AS $$
 DECLARE
     -- Checked first, as an expression (PERFORM would run a whole query).
-    checked_team constant uuid := dm_private.require_team(match_team_id);
-    ids uuid [];
-    mentions text [];
-    canonical boolean [];
-    display text [];
+    -- The service's case (the requested team is the authenticated one and
+    -- the session user is a member of densemem_app) is the case in which
+    -- dm_private.require_team returns at once, without an error: tested
+    -- here without its two function calls; every other case (no team, a
+    -- mismatch, an analyst whose grant must be read) calls it and gets its
+    -- errors.
+    checked_team constant uuid := CASE
+        WHEN match_team_id = NULLIF(pg_catalog.current_setting('densemem.team_id', true), '')::uuid
+             AND pg_catalog.pg_has_role(session_user, 'densemem_app', 'MEMBER')
+        THEN match_team_id
+        ELSE dm_private.require_team(match_team_id) END;
+    -- The n-grams for the index scans, sorted in byte order and without
+    -- duplicates: each = ANY scan sorts its array again (qsort, then a
+    -- de-duplication pass), and a sorted array costs that sort one linear
+    -- check. array_to_tsvector sorts and de-duplicates lexemes in C: a
+    -- lexeme compares by memcmp, then the shorter first, which is the
+    -- order of COLLATE "C". It rejects NULL and empty elements and a
+    -- lexeme is at most 2,047 bytes, so other arrays are scanned as given
+    -- (the answer is the same either way; only the sort is saved).
+    scan_grams constant text [] := CASE
+        WHEN ngrams IS NOT NULL AND pg_catalog.array_position(ngrams, NULL) IS NULL
+             AND pg_catalog.array_position(ngrams, '') IS NULL
+             AND pg_catalog.octet_length(pg_catalog.array_to_string(ngrams, '')) <= 2047
+        THEN pg_catalog.tsvector_to_array(pg_catalog.array_to_tsvector(ngrams))
+        ELSE ngrams END;
+    -- One row per matched name: {entity id, mention, 't' if canonical else
+    -- 'f', canonical name}, one aggregate instead of four (each aggregate
+    -- costs its start-up on every call). A uuid's text orders as its bytes
+    -- in byte order (hex digits, hyphens at fixed places), so the ordering
+    -- below compares the text COLLATE "C".
+    name_rows_found text [];
     hints text [];
+    team_hints text [];
+    default_hints text [];
+    taken text [] := '{}'::text [];
     n integer;
     name_rows integer;
     first_at integer;
@@ -1131,34 +1168,31 @@ BEGIN
         RETURN '{"entities": [], "predicates": []}'::jsonb;
     END IF;
     SELECT
-        pg_catalog.array_agg(x.entity_id), pg_catalog.array_agg(x.normalized_name),
-        pg_catalog.array_agg(x.is_canonical),
-        -- The canonical name by primary key, for the matches only.
-        pg_catalog.array_agg((SELECT e.canonical_name FROM dm_private.entities AS e
-                              WHERE e.team_id = match_team_id AND e.entity_id = x.entity_id)),
-        -- Predicate and first position among the n-grams, as 'predicate position'
-        -- (a predicate holds no space).
-        (SELECT pg_catalog.array_agg(m.predicate || ' ' || pg_catalog.array_position(ngrams, m.phrase))
-         FROM (
-            SELECT s.predicate, s.phrase
-            FROM dm_private.predicate_synonyms AS s
-            WHERE s.team_id = match_team_id AND s.phrase COLLATE "C" = ANY (ngrams) AND s.enabled
-            UNION ALL
-            SELECT f.predicate, f.phrase
-            FROM dm_private.predicate_synonym_defaults AS f
-            WHERE f.phrase COLLATE "C" = ANY (ngrams)
-              AND NOT f.phrase = ANY (COALESCE((
-                SELECT pg_catalog.array_agg(o.phrase) FROM dm_private.predicate_synonyms AS o
-                WHERE o.team_id = match_team_id AND o.phrase COLLATE "C" = ANY (ngrams)), '{}'::text []))
-         ) AS m)
-    INTO ids, mentions, canonical, display, hints
+        pg_catalog.array_agg(ARRAY[
+            x.entity_id::text, x.normalized_name, CASE WHEN x.is_canonical THEN 't' ELSE 'f' END,
+            -- The canonical name by primary key, for the matches only.
+            (SELECT e.canonical_name FROM dm_private.entities AS e
+             WHERE e.team_id = match_team_id AND e.entity_id = x.entity_id)]),
+        -- Predicate and first position among the n-grams, as 'predicate
+        -- position' (a predicate holds no space): the team's rows (a disabled
+        -- one marked ' -') and the defaults, apart; the override rule is
+        -- applied below (two aggregates over two scans: fewer plan nodes to
+        -- start than a union with an anti-join subquery).
+        (SELECT pg_catalog.array_agg(s.predicate || ' ' || pg_catalog.array_position(ngrams, s.phrase)
+                                     || CASE WHEN s.enabled THEN '' ELSE ' -' END)
+         FROM dm_private.predicate_synonyms AS s
+         WHERE s.team_id = match_team_id AND s.phrase COLLATE "C" = ANY (scan_grams)),
+        (SELECT pg_catalog.array_agg(f.predicate || ' ' || pg_catalog.array_position(ngrams, f.phrase))
+         FROM dm_private.predicate_synonym_defaults AS f
+         WHERE f.phrase COLLATE "C" = ANY (scan_grams))
+    INTO name_rows_found, team_hints, default_hints
     FROM dm_private.entity_names AS x
-    WHERE x.team_id = match_team_id AND x.normalized_name COLLATE "C" = ANY (ngrams);
+    WHERE x.team_id = match_team_id AND x.normalized_name COLLATE "C" = ANY (scan_grams);
 
     -- Entities: the best name of each entity (canonical, then longer, then
     -- smaller), then canonical before alias, longer mentions first, by id;
     -- the first ten.
-    n := COALESCE(pg_catalog.cardinality(ids), 0);
+    n := COALESCE(pg_catalog.array_length(name_rows_found, 1), 0);
     name_rows := n;
     IF n > 16 THEN
         found := dm_private.match_query_entities(match_team_id, ngrams, fuzzy);
@@ -1166,9 +1200,12 @@ BEGIN
         FOR i IN 1..n LOOP
             better := false;
             FOR j IN 1..n LOOP
-                IF j <> i AND ids[j] = ids[i] AND (canonical[j] > canonical[i] OR (canonical[j] = canonical[i] AND (
-                       pg_catalog.length(mentions[j]) > pg_catalog.length(mentions[i])
-                       OR (pg_catalog.length(mentions[j]) = pg_catalog.length(mentions[i]) AND mentions[j] < mentions[i])))) THEN
+                IF j <> i AND name_rows_found[j][1] = name_rows_found[i][1]
+                   AND (name_rows_found[j][3] COLLATE "C" > name_rows_found[i][3]
+                        OR (name_rows_found[j][3] = name_rows_found[i][3] AND (
+                       pg_catalog.length(name_rows_found[j][2]) > pg_catalog.length(name_rows_found[i][2])
+                       OR (pg_catalog.length(name_rows_found[j][2]) = pg_catalog.length(name_rows_found[i][2])
+                           AND name_rows_found[j][2] < name_rows_found[i][2])))) THEN
                     better := true;
                     EXIT;
                 END IF;
@@ -1177,22 +1214,46 @@ BEGIN
             -- Insertion into picked, kept in output order.
             k := pg_catalog.cardinality(picked);
             picked := picked || i;
-            WHILE k > 0 AND (canonical[i] > canonical[picked[k]] OR (canonical[i] = canonical[picked[k]] AND (
-                      pg_catalog.length(mentions[i]) > pg_catalog.length(mentions[picked[k]])
-                      OR (pg_catalog.length(mentions[i]) = pg_catalog.length(mentions[picked[k]]) AND ids[i] < ids[picked[k]])))) LOOP
+            WHILE k > 0 AND (name_rows_found[i][3] COLLATE "C" > name_rows_found[picked[k]][3]
+                             OR (name_rows_found[i][3] = name_rows_found[picked[k]][3] AND (
+                      pg_catalog.length(name_rows_found[i][2]) > pg_catalog.length(name_rows_found[picked[k]][2])
+                      OR (pg_catalog.length(name_rows_found[i][2]) = pg_catalog.length(name_rows_found[picked[k]][2])
+                          AND name_rows_found[i][1] COLLATE "C" < name_rows_found[picked[k]][1])))) LOOP
                 picked[k + 1] := picked[k];
                 picked[k] := i;
                 k := k - 1;
             END LOOP;
         END LOOP;
         FOREACH k IN ARRAY picked LOOP
-            matched_names := matched_names || mentions[k];
-            matched_ids := matched_ids || ids[k];
+            matched_names := matched_names || name_rows_found[k][2];
+            matched_ids := matched_ids || name_rows_found[k][1]::uuid;
             CONTINUE WHEN pg_catalog.jsonb_array_length(found) >= 10;
             found := found || pg_catalog.jsonb_build_object(
-                'entity_id', ids[k], 'name', display[k], 'mention', mentions[k],
-                'match', CASE WHEN canonical[k] THEN 'exact' ELSE 'alias' END, 'similarity', 1.0);
+                'entity_id', name_rows_found[k][1], 'name', name_rows_found[k][4], 'mention', name_rows_found[k][2],
+                'match', CASE WHEN name_rows_found[k][3] = 't' THEN 'exact' ELSE 'alias' END, 'similarity', 1.0);
         END LOOP;
+    END IF;
+
+    -- The team's phrases replace the defaults of the same phrase, enabled or
+    -- not: a phrase has one first position among the n-grams, so a default
+    -- is dropped when a team row has its position.
+    IF team_hints IS NULL THEN
+        hints := default_hints;
+    ELSE
+        hints := '{}'::text [];
+        FOREACH candidate IN ARRAY team_hints LOOP
+            taken := taken || pg_catalog.split_part(candidate, ' ', 2);
+            IF pg_catalog.split_part(candidate, ' ', 3) = '' THEN
+                hints := hints || candidate;
+            END IF;
+        END LOOP;
+        IF default_hints IS NOT NULL THEN
+            FOREACH candidate IN ARRAY default_hints LOOP
+                IF NOT pg_catalog.split_part(candidate, ' ', 2) = ANY (taken) THEN
+                    hints := hints || candidate;
+                END IF;
+            END LOOP;
+        END IF;
     END IF;
 
     -- Predicates: each once at its first position among the n-grams, in
@@ -1255,6 +1316,16 @@ ALTER FUNCTION dm_private.match_query_names(uuid, text [], text []) OWNER TO den
 
 -- The public parse. Recall calls it once per query (request fields override
 -- it); analysts call it to see how a query is read.
+--
+-- One PL/pgSQL call does the table-free work itself: every function call
+-- costs a search_path switch and a PL/pgSQL frame (about 9 k instructions),
+-- so the bodies of dm_private.parse_prepare_text, query_tokens_cased,
+-- query_token_ngrams, query_fuzzy_keys and parse_query_text are written
+-- out here, each the same expressions as its reference function (which
+-- stays for direct use; tests/python/test_parse_fast_paths.py compares the
+-- two on the corpus and generated queries). What remains are calls to
+-- dm_private.parse_anchors (only when its own first guard can pass),
+-- dm_private.parse_time and the definer lookup dm_private.match_query_names.
 CREATE OR REPLACE FUNCTION dm.parse_query(query text, team_id uuid, now timestamptz DEFAULT pg_catalog.now())
 RETURNS jsonb
 LANGUAGE plpgsql
@@ -1262,20 +1333,139 @@ STABLE
 SET search_path = ''
 AS $$
 DECLARE
-    -- The name tokens once, for the n-grams and the trigram candidates
-    -- (dm_private.query_name_keys, as plain expressions: no SELECT to run).
-    cased constant text [] := dm_private.query_tokens_cased(query);
-    grams constant text [] := dm_private.query_token_ngrams(
-        pg_catalog.string_to_array(pg_catalog.lower(pg_catalog.array_to_string(cased, ' ')), ' '));
+    -- dm_private.parse_prepare_text
+    capped constant text := pg_catalog.left(COALESCE(query, ''), 2000);
+    prepared constant text := CASE WHEN capped !~ '[^ -~]' THEN capped ELSE pg_catalog.translate(
+        capped,
+        U&'\0009\000A\000B\000C\000D\00A0\2000\2001\2002\2003\2004\2005\2006\2007\2008\2009\200A\200B\202F\205F\3000\FEFF\2019\2018',
+        '                      ''''') END;
+    -- dm_private.query_tokens_cased and its lower-case tokens
+    cased constant text [] := (pg_catalog.array_remove(pg_catalog.string_to_array(
+        pg_catalog.regexp_replace(
+            prepared,
+            '''[sS](?![^ !"$%&''()*,./:;<=>?@[\\\]^_`{|}~“”‘«»¿¡…—–·-])|(?<![^ ])[!"$%&''()*,./:;<=>?@[\\\]^_`{|}~“”‘«»¿¡…—–·-]+|[!"$%&''()*,./:;<=>?@[\\\]^_`{|}~“”‘«»¿¡…—–·-]+(?![^ ])',
+            '', 'g'),
+        ' '), ''))[1:64];
+    joined constant text := pg_catalog.array_to_string(cased, ' ');
+    lowered constant text := pg_catalog.lower(joined);
+    toks constant text [] := pg_catalog.string_to_array(lowered, ' ');
+    n constant integer := COALESCE(pg_catalog.cardinality(toks), 0);
+    grams text [];
+    gram_text text := '';
+    fuzzy text [];
+    prev_capitalized boolean := false;
+    pairs text [] := '{}'::text [];
+    singles text [] := '{}'::text [];
+    anchors jsonb := '[]'::jsonb;
+    masked text := prepared;
+    anchored jsonb;
+    phrases jsonb := '[]'::jsonb;
+    terms text [] := '{}'::text [];
+    raw text;
+    phrase text;
+    pos integer := 1;
+    found_at integer;
+    w text;
 BEGIN
+    -- dm_private.query_token_ngrams: all four lengths from each start, then
+    -- the last three starts, as one text split once (each iteration's
+    -- n-grams are joined before they are appended, so the growing text is
+    -- copied once per token, not once per piece).
+    IF n > 1 AND pg_catalog.strpos(lowered, U&'\001F') = 0 THEN
+        FOR i IN 1..n - 3 LOOP
+            gram_text := gram_text || (toks[i] || U&'\001F'
+                || toks[i] || ' ' || toks[i + 1] || U&'\001F'
+                || toks[i] || ' ' || toks[i + 1] || ' ' || toks[i + 2] || U&'\001F'
+                || toks[i] || ' ' || toks[i + 1] || ' ' || toks[i + 2] || ' ' || toks[i + 3] || U&'\001F');
+        END LOOP;
+        IF n >= 3 THEN
+            gram_text := gram_text || (toks[n - 2] || U&'\001F'
+                || toks[n - 2] || ' ' || toks[n - 1] || U&'\001F'
+                || toks[n - 2] || ' ' || toks[n - 1] || ' ' || toks[n] || U&'\001F');
+        END IF;
+        grams := pg_catalog.string_to_array(
+            gram_text || (toks[n - 1] || U&'\001F' || toks[n - 1] || ' ' || toks[n] || U&'\001F' || toks[n]), U&'\001F');
+    ELSE
+        grams := dm_private.query_token_ngrams(toks);
+    END IF;
+
+    -- dm_private.query_fuzzy_keys. A token whose first character is ASCII
+    -- and not A-Z is not capitalized (lower() changes no other ASCII
+    -- character): the full test runs only on the others.
+    IF joined = lowered THEN
+        FOR i IN 1..n LOOP
+            IF pg_catalog.length(toks[i]) >= 5
+               AND NOT toks[i] = ANY ('{a,about,after,all,also,an,and,any,are,as,at,be,been,before,but,by,can,could,did,do,does,for,from,had,has,have,he,her,his,how,if,in,into,is,it,its,just,me,my,no,not,of,on,or,our,she,so,some,than,that,the,their,them,then,there,these,they,this,to,was,we,were,what,when,where,which,while,who,whom,why,will,with,would,you,your,i,im,ive,id,ill,us,him,hers,ours,theirs,does,doing,done,been,being,into,over,under,again,ever,never,yes,okay,ok,hey,hi,hello,thanks,thank,please,did,didn,doesn,isn,wasn,weren,won,dont,cant,wont,about,after,before,since,until,last,first,next,this,that,those,these,such,very,much,many,more,most,other,another}'::text []) THEN
+                singles := singles || toks[i];
+            END IF;
+        END LOOP;
+        fuzzy := singles[1:8];
+    ELSE
+        FOR i IN 2..n LOOP
+            IF (pg_catalog.ascii(cased[i]) BETWEEN 65 AND 90 OR pg_catalog.ascii(cased[i]) > 127)
+               AND pg_catalog.left(cased[i], 1) <> pg_catalog.lower(pg_catalog.left(cased[i], 1))
+               AND NOT toks[i] = ANY ('{a,about,after,all,also,an,and,any,are,as,at,be,been,before,but,by,can,could,did,do,does,for,from,had,has,have,he,her,his,how,if,in,into,is,it,its,just,me,my,no,not,of,on,or,our,she,so,some,than,that,the,their,them,then,there,these,they,this,to,was,we,were,what,when,where,which,while,who,whom,why,will,with,would,you,your,i,im,ive,id,ill,us,him,hers,ours,theirs,does,doing,done,been,being,into,over,under,again,ever,never,yes,okay,ok,hey,hi,hello,thanks,thank,please,did,didn,doesn,isn,wasn,weren,won,dont,cant,wont,about,after,before,since,until,last,first,next,this,that,those,these,such,very,much,many,more,most,other,another,january,february,march,april,may,june,july,august,september,october,november,december,jan,feb,mar,apr,jun,jul,aug,sep,sept,oct,nov,dec,monday,tuesday,wednesday,thursday,friday,saturday,sunday,today,yesterday,tomorrow}'::text []) THEN
+                IF prev_capitalized THEN
+                    pairs := pairs || (toks[i - 1] || ' ' || toks[i]);
+                END IF;
+                IF pg_catalog.length(toks[i]) >= 4 THEN
+                    singles := singles || toks[i];
+                END IF;
+                prev_capitalized := true;
+            ELSE
+                prev_capitalized := false;
+            END IF;
+        END LOOP;
+        fuzzy := (pairs || singles)[1:8];
+    END IF;
+
+    -- dm_private.parse_query_text. Anchors: dm_private.parse_anchors returns
+    -- at once, with the text unchanged, when none of its grammars' needles
+    -- is present (then there is no @, so no e-mail address was masked).
+    IF prepared ~ '[-:/@.]|[0-9A-Fa-f]{7}' THEN
+        anchored := dm_private.parse_anchors(prepared);
+        anchors := anchored OPERATOR(pg_catalog.->) 'anchors';
+        masked := anchored OPERATOR(pg_catalog.->>) 'masked';
+    END IF;
+
+    -- Quoted phrases.
+    IF pg_catalog.strpos(prepared, '"') > 0 OR pg_catalog.strpos(prepared, '“') > 0 THEN
+        LOOP
+            found_at := pg_catalog.regexp_instr(prepared, '"[^"]+"|“[^”]+”', pos);
+            EXIT WHEN found_at = 0;
+            raw := pg_catalog.regexp_substr(prepared, '"[^"]+"|“[^”]+”', found_at);
+            pos := found_at + pg_catalog.length(raw);
+            phrase := pg_catalog.btrim(pg_catalog.regexp_replace(
+                pg_catalog.substr(raw, 2, pg_catalog.length(raw) - 2), ' +', ' ', 'g'));
+            CONTINUE WHEN phrase = '' OR pg_catalog.length(phrase) > 300
+                OR phrases OPERATOR(pg_catalog.@>) pg_catalog.jsonb_build_array(phrase);
+            phrases := phrases || pg_catalog.to_jsonb(phrase);
+            EXIT WHEN pg_catalog.jsonb_array_length(phrases) >= 16;
+        END LOOP;
+    END IF;
+
+    -- Content terms (one test per word; the cap is checked only when a term is added).
+    FOREACH w IN ARRAY CASE WHEN pg_catalog.octet_length(prepared) = pg_catalog.length(prepared) THEN pg_catalog.string_to_array(pg_catalog.regexp_replace(
+        pg_catalog.lower(masked), '[^ a-z0-9]+', ' ', 'g'), ' ')
+        ELSE pg_catalog.regexp_split_to_array(pg_catalog.lower(masked), '[^[:alnum:]]+') END LOOP
+        IF pg_catalog.length(w) >= 2 AND NOT w = ANY (terms) AND NOT w = ANY ('{about,above,after,again,against,all,am,an,and,any,are,as,at,be,because,been,before,being,below,between,both,but,by,can,could,did,do,does,doing,down,during,each,few,for,from,further,had,has,have,having,he,her,here,hers,herself,him,himself,his,how,if,in,into,is,it,its,itself,just,me,more,most,my,myself,no,nor,not,now,of,off,on,once,only,or,other,our,ours,ourselves,out,over,own,same,she,should,so,some,such,than,that,the,their,theirs,them,themselves,then,there,these,they,this,those,through,to,too,under,until,up,very,was,we,were,what,when,where,which,while,who,whom,why,will,with,would,you,your,yours,yourself,yourselves,ll,re,ve,don,didn,doesn,isn,wasn,weren,won}'::text []) THEN
+            terms := terms || w;
+            EXIT WHEN pg_catalog.cardinality(terms) >= 32;
+        END IF;
+    END LOOP;
+
     -- The team is checked by dm_private.match_query_names (as
     -- densemem_searcher) before any team row is read. One role per
     -- dm_private.require_team call keeps its cached plan valid: a plan that
     -- reads a table under row-level security is re-planned whenever the
     -- role changes, and checking here as the caller too made every parse
     -- plan that query twice.
-    RETURN dm_private.parse_query_text(query, COALESCE(parse_query.now, pg_catalog.now()))
-        || dm_private.match_query_names(parse_query.team_id, grams, dm_private.query_fuzzy_keys(cased));
+    RETURN pg_catalog.jsonb_build_object(
+        'anchors', anchors,
+        'phrases', phrases,
+        'terms', pg_catalog.to_jsonb(terms),
+        'time', dm_private.parse_time(prepared, COALESCE(parse_query.now, pg_catalog.now())))
+        || dm_private.match_query_names(parse_query.team_id, grams, fuzzy);
 END
 $$;
 COMMENT ON FUNCTION dm.parse_query(text, uuid, timestamptz) IS

@@ -23,6 +23,31 @@
 -- dropped in favour of an any-term one. Every query lexeme counts in the
 -- score of every candidate, chosen for the scan or not.
 
+-- Team-qualified lexemes of a search document: the index expression of
+-- search_documents_team_lexemes_idx (migration 0025, which creates it; this
+-- file keeps the current definition, as for every function). The any-term
+-- and all-terms passes look their keys up there: left(team_id::text, 8) ||
+-- lexeme, so a key's posting list holds one team's documents (two teams
+-- sharing a prefix share lists; the team predicate keeps them apart).
+-- NEVER change the body while the index exists: the index would keep keys
+-- the new body no longer produces (change it in a new migration that
+-- rebuilds the index).
+CREATE OR REPLACE FUNCTION dm_private.search_team_lexemes(team_id uuid, search_vector tsvector)
+RETURNS text []
+LANGUAGE sql
+IMMUTABLE
+STRICT
+PARALLEL SAFE
+SET search_path = ''
+RETURN ARRAY(
+    SELECT pg_catalog.left(team_id::text, 8) || l.lexeme
+    FROM pg_catalog.unnest(pg_catalog.tsvector_to_array(search_vector)) AS l (lexeme));
+COMMENT ON FUNCTION dm_private.search_team_lexemes(uuid, tsvector) IS
+'Index expression of search_documents_team_lexemes_idx: every lexeme of the tsvector prefixed by the first 8 hex digits of the team id, so that a GIN key''s posting list holds one team''s documents. Never change it while the index exists.';
+REVOKE ALL ON FUNCTION dm_private.search_team_lexemes(uuid, tsvector) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION dm_private.search_team_lexemes(uuid, tsvector)
+TO densemem_app, densemem_analyst, densemem_operator, densemem_searcher, densemem_embedder, densemem_worker;
+
 -- The query's tsqueries: "all" is websearch_to_tsquery; "any" is the OR of
 -- the lexemes of the query text (NULL when the query excludes terms, since
 -- an OR would let excluded terms back in, or has fewer than two lexemes).
@@ -80,6 +105,12 @@ SET search_path = ''
 -- with few teams a generic estimate takes a team for a large share of the table
 SET plan_cache_mode = force_generic_plan
 SET enable_seqscan = off
+-- and never a parallel plan: workers return rows in no fixed order, and the
+-- passes' LIMIT would then pick different documents from call to call (the
+-- generic estimate of the lexeme-key scans of migration 0025 made a
+-- Parallel Bitmap Heap Scan look cheaper); on this workload one backend
+-- per recall is also the cheaper way
+SET max_parallel_workers_per_gather = 0
 AS $$
 DECLARE
     team constant uuid := dm_private.require_team(recall_fulltext_candidates.team_id);
@@ -94,6 +125,8 @@ DECLARE
     all_q tsquery;
     query_lexemes integer;
     scan_q tsquery;
+    scan_keys text [];
+    all_keys text [];
     term_queries tsquery [];
     idfs double precision [];
     term_count integer;
@@ -168,6 +201,8 @@ BEGIN
     ordered AS (
         SELECT ('''' || pg_catalog.replace(pg_catalog.replace(t.lexeme, '\', '\\'), '''', '''''') || '''')::tsquery
                AS q,
+               -- its key in search_documents_team_lexemes_idx (migration 0025)
+               pg_catalog.left(team::text, 8) || t.lexeme AS team_key,
                (k1 + 1.0) * pg_catalog.ln(1.0 + (x.documents - t.df + 0.5) / (t.df + 0.5)) AS weight,
                t.df,
                pg_catalog.row_number() OVER (ORDER BY t.df, t.lexeme) AS position,
@@ -180,11 +215,13 @@ BEGIN
                FILTER (WHERE o.position <= 24),
            pg_catalog.string_agg(o.q::text, ' | ' ORDER BY o.position)
                FILTER (WHERE o.position = 1 OR o.running_df <= budget)::tsquery,
+           pg_catalog.array_agg(o.team_key ORDER BY o.position)
+               FILTER (WHERE o.position = 1 OR o.running_df <= budget),
            (SELECT GREATEST(x.total_length / x.documents, 1.0) FROM totals AS x),
            pg_catalog.min(o.df),
            (SELECT pg_catalog.count(*) FROM terms),
            (SELECT x.documents FROM totals AS x)
-    INTO term_queries, idfs, scan_q, average_length, rarest_df, query_lexemes, team_documents
+    INTO term_queries, idfs, scan_q, scan_keys, average_length, rarest_df, query_lexemes, team_documents
     FROM ordered AS o;
     term_count := COALESCE(pg_catalog.cardinality(term_queries), 0);
     -- The any-term pass (as recall_tsqueries' any_terms): only with or_terms,
@@ -204,6 +241,24 @@ BEGIN
     -- the statistics above): read them through the team's btree range and
     -- test the match on each (team_pass below), instead of the GIN index.
     small_team := team_documents <= budget;
+    -- The all-terms pass through the team's lexeme keys too, when every
+    -- lexeme of all_q is required (a conjunction of lexemes and phrases: no
+    -- "or", no exclusion, no prefix or weight): a match then holds all of
+    -- them, so the keys of all of them select a superset of the matches
+    -- (@@ all_q decides). Otherwise (all_keys NULL) through the
+    -- (team_id, search_vector) index. The lexemes are read from all_q's text
+    -- form ('lexeme' & 'lexeme' <-> ...), quotes doubled inside; a backslash
+    -- (doubled in that form) also falls back.
+    IF all_pass_needed AND NOT small_team
+       AND pg_catalog.strpos(all_q::text, '|') = 0 AND pg_catalog.strpos(all_q::text, '!') = 0
+       AND pg_catalog.strpos(all_q::text, '\') = 0 AND pg_catalog.strpos(all_q::text, ''':') = 0 THEN
+        all_keys := ARRAY(
+            SELECT DISTINCT pg_catalog.left(team::text, 8) || pg_catalog.replace(m.x[1], '''''', '''')
+            FROM pg_catalog.regexp_matches(all_q::text, '''((?:[^'']|'''')+)''', 'g') AS m (x));
+        IF pg_catalog.cardinality(all_keys) = 0 THEN
+            all_keys := NULL;
+        END IF;
+    END IF;
 
     RETURN QUERY
         -- A team with at most `budget` recallable documents: its own rows
@@ -242,8 +297,15 @@ BEGIN
             FROM dm_private.search_documents AS d
             WHERE scan_q IS NOT NULL
               AND NOT small_team
-              AND d.team_id = team
-              AND d.search_vector @@ scan_q
+              -- the keys select exactly the team's documents holding one of
+              -- scan_q's lexemes (plus, on a prefix collision, another
+              -- team's, which the team predicate drops); the team predicate
+              -- and @@ are written so that no other index serves them (a
+              -- BitmapAnd with the team's btree range would read every row
+              -- of the team)
+              AND dm_private.search_team_lexemes(d.team_id, d.search_vector) OPERATOR(pg_catalog.&&) scan_keys
+              AND (d.team_id = team) IS TRUE
+              AND (d.search_vector @@ scan_q) IS TRUE
               AND d.subject_kind = 'evidence'
               AND d.is_recallable
               AND d.owner_profile_id <> ALL (disabled)
@@ -263,10 +325,39 @@ BEGIN
             LIMIT budget
         ),
         all_pass AS MATERIALIZED (
-            SELECT d.document_id, d.subject_id, d.search_vector, d.source_group, d.sequence_number
+            -- the keyed way (all_keys: every lexeme of all_q is required)
+            (SELECT d.document_id, d.subject_id, d.search_vector, d.source_group, d.sequence_number
             FROM dm_private.search_documents AS d
             WHERE all_pass_needed
               AND NOT small_team
+              AND all_keys IS NOT NULL
+              AND dm_private.search_team_lexemes(d.team_id, d.search_vector) OPERATOR(pg_catalog.@>) all_keys
+              AND (d.team_id = team) IS TRUE
+              AND (d.search_vector @@ all_q) IS TRUE
+              AND d.subject_kind = 'evidence'
+              AND d.is_recallable
+              AND d.owner_profile_id <> ALL (disabled)
+              AND (d.valid_from IS NULL OR d.valid_from <= valid_at)
+              AND (d.valid_to IS NULL OR d.valid_to > valid_at)
+              AND (d.known_from IS NULL OR d.known_from <= known_at)
+              AND (d.known_to IS NULL OR d.known_to > known_at)
+              AND d.policy_labels <@ scopes
+              AND (source_groups IS NULL OR d.source_group = ANY (source_groups))
+              AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
+              AND (created_after IS NULL OR d.source_created_at >= created_after)
+              AND (created_before IS NULL OR d.source_created_at < created_before)
+              AND (NOT has_window OR (d.source_created_at IS NOT NULL
+                                      AND (window_from IS NULL OR d.source_created_at >= window_from)
+                                      AND (window_to IS NULL OR d.source_created_at <= window_to)))
+              AND d.subject_id <> ALL (known_ids)
+            LIMIT budget)
+            UNION ALL
+            -- any other all_q (or, exclusions): the (team_id, search_vector) index
+            (SELECT d.document_id, d.subject_id, d.search_vector, d.source_group, d.sequence_number
+            FROM dm_private.search_documents AS d
+            WHERE all_pass_needed
+              AND NOT small_team
+              AND all_keys IS NULL
               AND d.team_id = team
               AND d.search_vector @@ all_q
               AND d.subject_kind = 'evidence'
@@ -285,7 +376,7 @@ BEGIN
                                       AND (window_from IS NULL OR d.source_created_at >= window_from)
                                       AND (window_to IS NULL OR d.source_created_at <= window_to)))
               AND d.subject_id <> ALL (known_ids)
-            LIMIT budget
+            LIMIT budget)
         ),
         own_matched AS MATERIALIZED (
             SELECT b.document_id, b.subject_id, b.search_vector, b.source_group, b.sequence_number FROM all_pass AS b

@@ -505,29 +505,29 @@ BEGIN
     WITH RECURSIVE links AS (
         -- Entities each candidate evidence supports through eligible
         -- relationships: the first fan_out of them by relationship_id per
-        -- evidence (LATERAL ... LIMIT on the (team, evidence, relationship)
-        -- index), so evidence supporting thousands of relationships is read
-        -- no further than any other, and the cut is deterministic.
+        -- evidence (LATERAL ... LIMIT on one range of the (team, evidence,
+        -- relationship) key of evidence_entity_links, migration 0038, which
+        -- carries the endpoints, owner and recorded end), so evidence
+        -- supporting thousands of relationships is read no further than any
+        -- other, and the cut is deterministic.
         -- Both endpoints come out of one set-returning projection (no
-        -- per-row VALUES scan behind a Memoize node).
-        SELECT DISTINCT x.evidence_id, x.entity_id
+        -- per-row VALUES scan behind a Memoize node). Not made distinct: a
+        -- repeated (evidence, entity) pair changes neither the distinct
+        -- entities walked from nor any minimum below, and a sort of every
+        -- pair is saved.
+        SELECT x.evidence_id, x.entity_id
         FROM (
             SELECT l.evidence_id, pg_catalog.unnest(ARRAY[l.subject_entity_id, l.object_entity_id]) AS entity_id
             FROM (SELECT DISTINCT u.evidence_id
                   FROM pg_catalog.unnest(entity_proximity.evidence_ids) AS u (evidence_id)) AS e
             CROSS JOIN LATERAL (
-                SELECT re.evidence_id, r.subject_entity_id, r.object_entity_id
-                FROM dm_private.relationship_evidence AS re
-                JOIN dm_private.relationships AS r
-                  ON r.team_id = re.team_id AND r.relationship_id = re.relationship_id
-                WHERE re.team_id = proximity_team
-                  AND re.evidence_id = e.evidence_id
-                  AND re.accepted
-                  AND r.team_id = proximity_team
-                  AND r.status = 'active' AND r.tier IN ('validated_claim', 'fact')
-                  AND (r.known_to IS NULL OR r.known_to > pg_catalog.now())
-                  AND r.owner_profile_id <> ALL(inactive_owners)
-                ORDER BY re.relationship_id
+                SELECT k.evidence_id, k.subject_entity_id, k.object_entity_id
+                FROM dm_private.evidence_entity_links AS k
+                WHERE k.team_id = proximity_team
+                  AND k.evidence_id = e.evidence_id
+                  AND (k.known_to IS NULL OR k.known_to > pg_catalog.now())
+                  AND k.owner_profile_id <> ALL(inactive_owners)
+                ORDER BY k.relationship_id
                 LIMIT fan_out
             ) AS l
         ) AS x
@@ -537,13 +537,18 @@ BEGIN
     -- hints, filter, exclusions, request time or deadline, carrying only the
     -- depth and the entity reached (no function call, no 15-column
     -- tuplestore). The same index ranges in the same order and the same
-    -- edge cap, so the same edges: keep the two in step.
-    seed_walk (depth, to_entity_id) AS (
-        SELECT 0, s.entity_id
+    -- edge cap, so the same edges: keep the two in step. Cycle detection is
+    -- the CYCLE clause written out over a uuid[] path (a row reaching an
+    -- entity already on its path is marked and not expanded; a NULL entity,
+    -- a literal object, is never a cycle and never expanded), instead of the
+    -- clause's array of row values compared with record_eq per row.
+    seed_walk (depth, to_entity_id, is_cycle, visited) AS (
+        SELECT 0, s.entity_id, false, ARRAY[s.entity_id]
         FROM (SELECT DISTINCT u.entity_id FROM pg_catalog.unnest(seed_entity_ids) AS u (entity_id)
               WHERE u.entity_id IS NOT NULL) AS s
         UNION ALL
-        SELECT w.depth + 1, x.next_entity_id
+        SELECT w.depth + 1, x.next_entity_id, COALESCE(x.next_entity_id = ANY(w.visited), false),
+               w.visited || x.next_entity_id
         FROM seed_walk AS w
         CROSS JOIN LATERAL (
             SELECT y.next_entity_id
@@ -568,7 +573,8 @@ BEGIN
         ) AS x
         WHERE w.depth < hop_limit
           AND w.to_entity_id IS NOT NULL
-    ) CYCLE to_entity_id SET is_cycle USING visited,
+          AND NOT w.is_cycle
+    ),
     from_seeds AS (
         SELECT s.entity_id, 0 AS dist
         FROM pg_catalog.unnest(seed_entity_ids) AS s (entity_id)
@@ -718,7 +724,7 @@ densemem_app, densemem_analyst, densemem_operator, densemem_searcher;
 GRANT EXECUTE ON FUNCTION dm_private.discovery_entity_seeds(uuid, text, public.vector, integer) TO
 densemem_app, densemem_analyst, densemem_operator;
 GRANT EXECUTE ON FUNCTION dm_private.discovery_walk(uuid, uuid [], integer, integer, integer, timestamptz, timestamptz, text [], text [], uuid [], timestamptz) TO
-densemem_app, densemem_analyst, densemem_operator;
+densemem_app, densemem_analyst, densemem_operator, densemem_searcher;
 GRANT EXECUTE ON FUNCTION dm_private.discovery_entity_predicates(uuid, uuid, integer) TO
 densemem_app, densemem_analyst, densemem_operator;
 GRANT EXECUTE ON FUNCTION dm_private.discovery_eligible_evidence(uuid, uuid [], timestamptz, timestamptz, text []) TO
@@ -726,6 +732,6 @@ densemem_app, densemem_analyst, densemem_operator;
 GRANT EXECUTE ON FUNCTION dm_private.entity_proximity(uuid, uuid [], uuid [], integer) TO
 densemem_app, densemem_analyst, densemem_operator;
 GRANT EXECUTE ON FUNCTION dm_private.single_valued_predicates(uuid) TO
-densemem_app, densemem_analyst, densemem_operator;
+densemem_app, densemem_analyst, densemem_operator, densemem_searcher;
 GRANT EXECUTE ON FUNCTION dm_private.relationships_disagree(text, dm_private.relationship_polarity, uuid, text, dm_private.relationship_polarity, uuid, text, text []) TO
-densemem_app, densemem_analyst, densemem_operator;
+densemem_app, densemem_analyst, densemem_operator, densemem_searcher;

@@ -51,6 +51,321 @@ $$;
 COMMENT ON FUNCTION dm_private.discovery_setting(jsonb, text, integer, integer, integer) IS
 'A discovery setting of the ranking profile, clamped to [low, high]; fallback when absent or not a number.';
 
+-- The candidate paths of one discovery call, best first: the walk, the
+-- cheap score of every walked path, and the decoration of a pool of
+-- 2 x max_paths of them (supporting evidence, conflicts, verified
+-- corroboration, names, novelty). Phase 1 (cheap, all walked edges):
+-- candidate paths scored by seed strength and predicate relevance, from the
+-- walk's own columns. Phase 2 (the pool): supporting evidence, conflicts,
+-- verified corroboration, names and novelty decide.
+--
+-- SECURITY DEFINER owned by densemem_searcher (an internal stage of
+-- discovery_for_recall_embedded): its one statement names some 25 table
+-- references, and under row-level security each would carry the policy's
+-- InitPlan and filter. Instead the team is checked here exactly as the
+-- invoker functions check it (dm_private.require_team: the authenticated
+-- team, and for analysts a granted one), and every table reference in this
+-- statement and in discovery_walk / single_valued_predicates carries the
+-- explicit predicate team_id = that team. The scopes are read from the
+-- authenticated setting here; the other arguments only narrow what is read
+-- inside that team.
+CREATE OR REPLACE FUNCTION dm_private.discovery_candidate_paths(
+    team uuid,
+    seed_ids uuid [],
+    seed_scores jsonb,
+    inactive_owners uuid [],
+    fan_out integer,
+    max_depth integer,
+    walk_edges integer,
+    max_paths integer,
+    valid_at timestamptz,
+    known_at timestamptz,
+    hints text [],
+    predicate_allow text [],
+    known_relationships uuid [],
+    seen_evidence uuid [],
+    query_lexemes text [],
+    query_words text [],
+    deadline timestamptz
+)
+RETURNS TABLE (path_relationship_ids uuid [], path_entity_ids uuid [], path_json jsonb)
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = ''
+SET plan_cache_mode = 'force_generic_plan'
+AS $$
+DECLARE
+    checked_team constant uuid := dm_private.require_team(discovery_candidate_paths.team);
+    scopes constant text [] := dm_private.authenticated_scopes();
+BEGIN
+    IF checked_team IS DISTINCT FROM discovery_candidate_paths.team THEN
+        RAISE EXCEPTION 'team_id does not match the authenticated team' USING ERRCODE = '42501';
+    END IF;
+    RETURN QUERY
+    WITH walk AS MATERIALIZED (
+        SELECT w.*
+        FROM dm_private.discovery_walk(team, seed_ids, fan_out, max_depth, walk_edges, valid_at, known_at,
+                                       hints, predicate_allow, known_relationships, deadline) AS w
+    ),
+    predicate_hits AS MATERIALIZED (
+        -- A hinted predicate, or one with a word that starts with a query
+        -- lexeme ("works_on" for "work"): no text-search call per predicate.
+        SELECT d.predicate,
+               (d.predicate = ANY(hints)
+                OR EXISTS (SELECT 1
+                           FROM pg_catalog.unnest(pg_catalog.string_to_array(d.predicate, '_')) AS pw (word)
+                           CROSS JOIN pg_catalog.unnest(query_lexemes) AS ql (lexeme)
+                           WHERE pg_catalog.length(ql.lexeme) >= 3
+                             AND pg_catalog.starts_with(pw.word, ql.lexeme))) AS hit
+        FROM (SELECT DISTINCT walk.predicate FROM walk) AS d
+    ),
+    cheap_paths AS (
+        SELECT ARRAY[w.relationship_id] AS relationship_ids, w.root_entity_id,
+               0.2 * COALESCE((seed_scores ->> w.root_entity_id::text)::double precision, 0)
+               + CASE WHEN ph.hit THEN 1.0 ELSE 0.0 END AS score
+        FROM walk AS w
+        JOIN predicate_hits AS ph ON ph.predicate = w.predicate
+        WHERE w.depth = 1
+        UNION ALL
+        SELECT ARRAY[w.parent_relationship_id, w.relationship_id], w.root_entity_id,
+               0.2 * COALESCE((seed_scores ->> w.root_entity_id::text)::double precision, 0)
+               + ((CASE WHEN p1.hit THEN 1.0 ELSE 0.0 END) + (CASE WHEN p2.hit THEN 1.0 ELSE 0.0 END)) / 2.0 - 0.2
+        FROM walk AS w
+        JOIN predicate_hits AS p1 ON p1.predicate = w.parent_predicate
+        JOIN predicate_hits AS p2 ON p2.predicate = w.predicate
+        WHERE w.depth = 2
+    ),
+    pool AS MATERIALIZED (
+        SELECT d.relationship_ids, d.root_entity_id
+        FROM (SELECT DISTINCT ON (cp.relationship_ids) cp.*
+              FROM cheap_paths AS cp
+              ORDER BY cp.relationship_ids, cp.score DESC) AS d
+        ORDER BY d.score DESC, d.relationship_ids
+        LIMIT GREATEST(2 * max_paths, 6)
+    ),
+    rels AS MATERIALIZED (
+        SELECT DISTINCT ON (w.relationship_id) w.relationship_id, w.subject_entity_id, w.object_entity_id,
+               w.object_value, w.predicate, w.polarity, w.owner_profile_id, w.semantic_group
+        FROM walk AS w
+        WHERE w.relationship_id IN (SELECT pg_catalog.unnest(pool.relationship_ids) FROM pool)
+        ORDER BY w.relationship_id
+    ),
+    links AS MATERIALIZED (
+        SELECT re.relationship_id, re.evidence_id
+        FROM rels
+        JOIN dm_private.relationship_evidence AS re
+          ON re.team_id = team AND re.relationship_id = rels.relationship_id
+        WHERE re.accepted
+    ),
+    -- Supporting evidence must be eligible itself (same rule as default
+    -- recall: active, current revision, active owner, request time, policy).
+    eligible_evidence AS MATERIALIZED (
+        SELECT ev.evidence_id
+        FROM (SELECT DISTINCT links.evidence_id FROM links) AS l
+        JOIN dm_private.evidence AS ev ON ev.team_id = team AND ev.evidence_id = l.evidence_id
+        JOIN dm_private.source_revisions AS sr
+          ON sr.team_id = team AND sr.source_id = ev.source_id AND sr.revision_id = ev.revision_id
+        WHERE ev.state = 'active' AND sr.is_current AND ev.owner_profile_id <> ALL(inactive_owners)
+          AND (valid_at IS NULL OR ((ev.valid_from IS NULL OR ev.valid_from <= valid_at)
+                                    AND (ev.valid_to IS NULL OR valid_at < ev.valid_to)))
+          AND (CASE WHEN known_at IS NULL THEN ev.known_to IS NULL OR ev.known_to > pg_catalog.now()
+                    ELSE ev.known_from <= known_at AND (ev.known_to IS NULL OR known_at < ev.known_to) END)
+          AND NOT EXISTS (
+              SELECT 1 FROM pg_catalog.jsonb_each(ev.labels) AS lb (key, value)
+              WHERE lb.value = 'true'::jsonb AND NOT (lb.key = ANY(scopes)))
+    ),
+    support AS (
+        SELECT links.relationship_id,
+               (pg_catalog.array_agg(links.evidence_id
+                                     ORDER BY (links.evidence_id = ANY(seen_evidence)), links.evidence_id))[1:3]
+                   AS evidence_ids,
+               pg_catalog.count(*) FILTER (WHERE NOT (links.evidence_id = ANY(seen_evidence))) AS novel
+        FROM links
+        JOIN eligible_evidence AS ee ON ee.evidence_id = links.evidence_id
+        GROUP BY links.relationship_id
+    ),
+    -- Recorded disagreements (the write path fills dm_private.conflicts).
+    recorded AS MATERIALIZED (
+        SELECT rels.relationship_id, c.conflicting_relationship_id AS other_id, c.kind,
+               c.preferred_relationship_id
+        FROM rels
+        JOIN dm_private.conflicts AS c ON c.team_id = team AND c.relationship_id = rels.relationship_id
+        UNION ALL
+        SELECT rels.relationship_id, c.relationship_id, c.kind, c.preferred_relationship_id
+        FROM rels
+        JOIN dm_private.conflicts AS c ON c.team_id = team AND c.conflicting_relationship_id = rels.relationship_id
+    ),
+    -- Only recorded conflicts that are disagreements under the predicate's
+    -- cardinality (migration 0031): different objects of a multi-valued
+    -- predicate (a person uses many tools) are not a conflict, unless a
+    -- correction (supersede) chose a preferred side. The team's
+    -- single-valued predicates are read once, and only when some edge
+    -- has a recorded conflict.
+    -- The other side of each of them, when it is eligible itself (and
+    -- whether a verified, eligible piece of evidence supports it), or when
+    -- it was superseded by this very edge (the client may trace the
+    -- corrected knowledge). One read of the other relationship.
+    conflict_sides AS MATERIALIZED (
+        SELECT rc.relationship_id, rc.other_id, rc.kind, rc.preferred_relationship_id,
+               o.owner_profile_id AS other_owner, o.status AS other_status,
+               o.superseded_by_relationship_id AS other_superseded_by,
+               (o.status = 'active' AND o.tier IN ('validated_claim', 'fact')
+                AND o.owner_profile_id <> ALL(inactive_owners)
+                AND (o.known_to IS NULL OR o.known_to > pg_catalog.now())
+                AND (valid_at IS NULL OR ((o.valid_from IS NULL OR o.valid_from <= valid_at)
+                                          AND (o.valid_to IS NULL OR valid_at < o.valid_to)))
+                AND NOT (o.relationship_id = ANY(known_relationships))) AS other_eligible,
+               EXISTS (
+                   SELECT 1
+                   FROM dm_private.relationship_evidence AS ore
+                   JOIN dm_private.evidence AS oev ON oev.team_id = team AND oev.evidence_id = ore.evidence_id
+                   JOIN dm_private.source_revisions AS osr
+                     ON osr.team_id = team AND osr.source_id = oev.source_id AND osr.revision_id = oev.revision_id
+                   WHERE ore.team_id = team AND ore.relationship_id = o.relationship_id AND ore.accepted
+                     AND oev.state = 'active' AND osr.is_current AND oev.owner_profile_id <> ALL(inactive_owners)
+                     AND (oev.known_to IS NULL OR oev.known_to > pg_catalog.now())
+                     AND NOT EXISTS (
+                         SELECT 1 FROM pg_catalog.jsonb_each(oev.labels) AS l (key, value)
+                         WHERE l.value = 'true'::jsonb AND NOT (l.key = ANY(scopes)))
+               ) AS other_supported
+        FROM recorded AS rc
+        JOIN rels ON rels.relationship_id = rc.relationship_id
+        JOIN dm_private.relationships AS o ON o.team_id = team AND o.relationship_id = rc.other_id
+        WHERE rc.preferred_relationship_id IS NOT NULL
+           OR dm_private.relationships_disagree(rels.predicate, rels.polarity, rels.object_entity_id,
+                                                rels.object_value, o.polarity, o.object_entity_id,
+                                                o.object_value,
+                                                (SELECT dm_private.single_valued_predicates(team)))
+    ),
+    conflict_refs AS MATERIALIZED (
+        SELECT cs.relationship_id,
+               pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
+                   'relationship_id', cs.other_id,
+                   'kind', cs.kind,
+                   'owner_profile', pg_catalog.jsonb_build_object('profile_id', cs.other_owner, 'name', pn.name),
+                   'preferred', COALESCE(cs.preferred_relationship_id = cs.other_id, false),
+                   'superseded', cs.other_status = 'superseded')
+                   ORDER BY cs.other_id) AS refs,
+               pg_catalog.bool_or(cs.preferred_relationship_id = cs.relationship_id) AS is_preferred,
+               pg_catalog.bool_or(cs.preferred_relationship_id IS NOT NULL
+                                  AND cs.preferred_relationship_id <> cs.relationship_id
+                                  AND cs.other_eligible AND cs.other_supported) AS is_overridden,
+               pg_catalog.count(DISTINCT cs.other_owner) FILTER (
+                   WHERE cs.other_eligible AND cs.other_supported) AS challengers
+        FROM (
+            SELECT c2.*, pg_catalog.row_number() OVER (PARTITION BY c2.relationship_id ORDER BY c2.other_id) AS n
+            FROM conflict_sides AS c2
+            WHERE c2.other_eligible
+               OR (c2.other_status = 'superseded' AND c2.other_superseded_by = c2.relationship_id)
+        ) AS cs
+        JOIN dm_private.profiles AS pn ON pn.team_id = team AND pn.profile_id = cs.other_owner
+        WHERE cs.n <= 3
+        GROUP BY cs.relationship_id
+    ),
+    -- Equivalent relationships of other authors (same semantic group, or
+    -- same endpoints, predicate and polarity) count as corroboration only
+    -- when eligible and supported by eligible evidence.
+    corroboration AS MATERIALIZED (
+        SELECT rels.relationship_id, pg_catalog.count(DISTINCT eq.owner_profile_id) AS corroborators
+        FROM rels
+        CROSS JOIN LATERAL (
+            SELECT o.relationship_id, o.owner_profile_id
+            FROM dm_private.relationships AS o
+            WHERE o.team_id = team AND o.semantic_group = rels.semantic_group AND rels.semantic_group IS NOT NULL
+            UNION
+            SELECT o.relationship_id, o.owner_profile_id
+            FROM dm_private.relationships AS o
+            WHERE o.team_id = team AND o.subject_entity_id = rels.subject_entity_id
+              AND o.object_entity_id = rels.object_entity_id AND rels.object_entity_id IS NOT NULL
+              AND o.predicate = rels.predicate AND o.polarity = rels.polarity
+            LIMIT 50
+        ) AS eq
+        JOIN dm_private.relationships AS o ON o.team_id = team AND o.relationship_id = eq.relationship_id
+        WHERE eq.owner_profile_id <> rels.owner_profile_id
+          AND o.status = 'active' AND o.tier IN ('validated_claim', 'fact')
+          AND o.owner_profile_id <> ALL(inactive_owners)
+          AND (o.known_to IS NULL OR o.known_to > pg_catalog.now())
+          AND EXISTS (
+              SELECT 1
+              FROM dm_private.relationship_evidence AS ore
+              JOIN dm_private.evidence AS oev ON oev.team_id = team AND oev.evidence_id = ore.evidence_id
+              JOIN dm_private.source_revisions AS osr
+                ON osr.team_id = team AND osr.source_id = oev.source_id AND osr.revision_id = oev.revision_id
+              WHERE ore.team_id = team AND ore.relationship_id = o.relationship_id AND ore.accepted
+                AND oev.state = 'active' AND osr.is_current AND oev.owner_profile_id <> ALL(inactive_owners)
+                AND (oev.known_to IS NULL OR oev.known_to > pg_catalog.now())
+                AND NOT EXISTS (
+                    SELECT 1 FROM pg_catalog.jsonb_each(oev.labels) AS l (key, value)
+                    WHERE l.value = 'true'::jsonb AND NOT (l.key = ANY(scopes))))
+        GROUP BY rels.relationship_id
+    ),
+    edges AS MATERIALIZED (
+        SELECT rels.relationship_id, su.evidence_ids, rels.subject_entity_id, rels.object_entity_id,
+               pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object(
+                   'relationship_id', rels.relationship_id,
+                   'subject', pg_catalog.jsonb_build_object('entity_id', se.entity_id, 'name', se.canonical_name),
+                   'predicate', rels.predicate,
+                   'object', CASE WHEN oe.entity_id IS NOT NULL THEN
+                       pg_catalog.jsonb_build_object('entity_id', oe.entity_id, 'name', oe.canonical_name) END,
+                   'object_value', rels.object_value,
+                   'polarity', rels.polarity,
+                   'owner_profile', CASE WHEN cr.refs IS NOT NULL OR COALESCE(co.corroborators, 0) > 0 THEN
+                       pg_catalog.jsonb_build_object('profile_id', rels.owner_profile_id, 'name',
+                           (SELECT op.name FROM dm_private.profiles AS op
+                            WHERE op.team_id = team AND op.profile_id = rels.owner_profile_id)) END,
+                   'preferred', CASE WHEN cr.is_preferred THEN true END,
+                   'conflicts', cr.refs)) AS edge_json,
+               (CASE WHEN ph.hit THEN 1.0 ELSE 0.0 END
+                + 0.4 * LEAST(
+                    (CASE WHEN pg_catalog.string_to_array(se.normalized_name, ' ') OPERATOR(pg_catalog.&&) query_words
+                          THEN 1 ELSE 0 END)
+                    + (CASE WHEN pg_catalog.string_to_array(
+                                     COALESCE(oe.normalized_name, pg_catalog.lower(pg_catalog.left(rels.object_value, 200))),
+                                     ' ') OPERATOR(pg_catalog.&&) query_words THEN 1 ELSE 0 END), 2)
+                + 0.25 * LEAST(COALESCE(co.corroborators, 0), 3)
+                - 0.25 * LEAST(COALESCE(cr.challengers, 0), 2)
+                + CASE WHEN cr.is_preferred THEN 0.6 ELSE 0.0 END
+                - CASE WHEN cr.is_overridden THEN 0.6 ELSE 0.0 END
+                + CASE WHEN su.novel > 0 THEN 0.3 ELSE 0.0 END)::double precision AS edge_score
+        FROM rels
+        JOIN support AS su ON su.relationship_id = rels.relationship_id
+        JOIN predicate_hits AS ph ON ph.predicate = rels.predicate
+        JOIN dm_private.entities AS se ON se.team_id = team AND se.entity_id = rels.subject_entity_id
+        LEFT JOIN dm_private.entities AS oe ON oe.team_id = team AND oe.entity_id = rels.object_entity_id
+        LEFT JOIN conflict_refs AS cr ON cr.relationship_id = rels.relationship_id
+        LEFT JOIN corroboration AS co ON co.relationship_id = rels.relationship_id
+    ),
+    paths AS (
+        SELECT pool.relationship_ids,
+               CASE WHEN e2.relationship_id IS NULL THEN pg_catalog.jsonb_build_array(e1.edge_json)
+                    ELSE pg_catalog.jsonb_build_array(e1.edge_json, e2.edge_json) END AS edge_list,
+               COALESCE(e1.evidence_ids, '{}') || COALESCE(e2.evidence_ids, '{}') AS evidence_ids,
+               ARRAY[e1.subject_entity_id, e1.object_entity_id, e2.subject_entity_id, e2.object_entity_id]
+                   AS entity_ids,
+               0.2 * COALESCE((seed_scores ->> pool.root_entity_id::text)::double precision, 0)
+               + (e1.edge_score + COALESCE(e2.edge_score, e1.edge_score)) / 2.0
+               - 0.2 * (pg_catalog.cardinality(pool.relationship_ids) - 1) AS score
+        FROM pool
+        JOIN edges AS e1 ON e1.relationship_id = pool.relationship_ids[1]
+        LEFT JOIN edges AS e2 ON e2.relationship_id = pool.relationship_ids[2]
+        WHERE pg_catalog.cardinality(pool.relationship_ids) = 1 OR e2.relationship_id IS NOT NULL
+    )
+    SELECT paths.relationship_ids, paths.entity_ids,
+           pg_catalog.jsonb_build_object(
+               'relationships', paths.edge_list,
+               'evidence_ids', pg_catalog.to_jsonb(ARRAY(
+                   SELECT DISTINCT ev.id FROM pg_catalog.unnest(paths.evidence_ids) AS ev (id)
+                   ORDER BY ev.id LIMIT 5))) AS path
+    FROM paths
+    ORDER BY paths.score DESC, paths.relationship_ids;
+END
+$$;
+COMMENT ON FUNCTION dm_private.discovery_candidate_paths(uuid, uuid [], jsonb, uuid [], integer, integer, integer, integer, timestamptz, timestamptz, text [], text [], uuid [], uuid [], text [], text [], timestamptz) IS
+'Internal stage of discovery_for_recall_embedded: the walk from the seeds and every candidate path (1-2 eligible edges, decorated JSON, supporting evidence IDs), best first. Security definer owned by densemem_searcher: checks the team like require_team and filters every table by it explicitly.';
+ALTER FUNCTION dm_private.discovery_candidate_paths(uuid, uuid [], jsonb, uuid [], integer, integer, integer, integer, timestamptz, timestamptz, text [], text [], uuid [], uuid [], text [], text [], timestamptz)
+OWNER TO densemem_searcher;
+
 -- An earlier draft had the embedding as a defaulted seventh argument of
 -- discovery_for_recall itself; it would make a six-argument call ambiguous.
 DROP FUNCTION IF EXISTS dm_private.discovery_for_recall(uuid, text, jsonb, uuid [], jsonb, jsonb, public.vector);
@@ -78,17 +393,17 @@ DECLARE
     req constant jsonb := COALESCE(request, '{}'::jsonb);
     prs constant jsonb := COALESCE(parsed, '{}'::jsonb);
     cfg constant jsonb := COALESCE(settings -> 'discovery', '{}'::jsonb);
-    seed_count constant integer := dm_private.discovery_setting(cfg, 'seed_count', 5, 0, 50);
-    fan_out constant integer := dm_private.discovery_setting(cfg, 'fan_out', 20, 1, 100);
-    max_edges constant integer := dm_private.discovery_setting(cfg, 'max_edges', 200, 1, 2000);
-    max_depth constant integer := dm_private.discovery_setting(cfg, 'max_depth', 2, 1, 2);
-    max_paths constant integer := dm_private.discovery_setting(cfg, 'max_paths', 5, 0, 50);
-    max_path_bytes constant integer := dm_private.discovery_setting(cfg, 'max_path_bytes', 4000, 0, 100000);
-    time_budget_ms constant integer := dm_private.discovery_setting(cfg, 'time_budget_ms', 20, 1, 10000);
-    deadline constant timestamptz := started + pg_catalog.make_interval(secs => time_budget_ms / 1000.0);
-    -- The walk needs no more edges than a pool of candidate paths can use:
-    -- max_edges is the cap, six edges per requested path the working size.
-    walk_edges constant integer := LEAST(max_edges, GREATEST(30, 6 * max_paths));
+    -- The profile's budgets (discovery_setting's rule, read in the prelude
+    -- statement below: no function call per setting).
+    seed_count integer;
+    fan_out integer;
+    max_edges integer;
+    max_depth integer;
+    max_paths integer;
+    max_path_bytes integer;
+    time_budget_ms integer;
+    deadline timestamptz;
+    walk_edges integer;
     scopes constant text [] := dm_private.authenticated_scopes();
     returned uuid [] := COALESCE(result_evidence_ids, '{}'::uuid []);
     known_evidence uuid [];
@@ -125,7 +440,9 @@ BEGIN
     known_at := NULLIF(req ->> 'known_at', '')::timestamptz;
 
     -- The request's parsed entities and predicates, the profile's predicate
-    -- filter and the query's lexemes, words and tsquery: one statement.
+    -- filter, its budgets and the query's lexemes, words and tsquery: one
+    -- statement. Each budget is discovery_setting(cfg, key, fallback, low,
+    -- high) written out: a number, else the fallback, clamped to [low, high].
     SELECT CASE WHEN pg_catalog.jsonb_typeof(prs -> 'entities') = 'array' THEN ARRAY(
                SELECT (x.item ->> 'entity_id')::uuid
                FROM pg_catalog.jsonb_array_elements(prs -> 'entities') AS x (item)
@@ -149,14 +466,33 @@ BEGIN
            -- Any query lexeme: relevance of predicates. An empty query matches nothing.
            COALESCE((SELECT pg_catalog.string_agg(pg_catalog.quote_literal(l.lexeme), ' | ')
                      FROM pg_catalog.unnest(lx.lexemes) AS l (lexeme))::tsquery,
-                    '''discovery-matches-nothing'''::tsquery)
-    INTO parsed_entity_ids, hints, predicate_allow, query_lexemes, query_words, query_tsquery
+                    '''discovery-matches-nothing'''::tsquery),
+           LEAST(GREATEST(COALESCE(CASE WHEN pg_catalog.jsonb_typeof(cfg -> 'seed_count') = 'number'
+                                        THEN (cfg ->> 'seed_count')::numeric::integer END, 5), 0), 50),
+           LEAST(GREATEST(COALESCE(CASE WHEN pg_catalog.jsonb_typeof(cfg -> 'fan_out') = 'number'
+                                        THEN (cfg ->> 'fan_out')::numeric::integer END, 20), 1), 100),
+           LEAST(GREATEST(COALESCE(CASE WHEN pg_catalog.jsonb_typeof(cfg -> 'max_edges') = 'number'
+                                        THEN (cfg ->> 'max_edges')::numeric::integer END, 200), 1), 2000),
+           LEAST(GREATEST(COALESCE(CASE WHEN pg_catalog.jsonb_typeof(cfg -> 'max_depth') = 'number'
+                                        THEN (cfg ->> 'max_depth')::numeric::integer END, 2), 1), 2),
+           LEAST(GREATEST(COALESCE(CASE WHEN pg_catalog.jsonb_typeof(cfg -> 'max_paths') = 'number'
+                                        THEN (cfg ->> 'max_paths')::numeric::integer END, 5), 0), 50),
+           LEAST(GREATEST(COALESCE(CASE WHEN pg_catalog.jsonb_typeof(cfg -> 'max_path_bytes') = 'number'
+                                        THEN (cfg ->> 'max_path_bytes')::numeric::integer END, 4000), 0), 100000),
+           LEAST(GREATEST(COALESCE(CASE WHEN pg_catalog.jsonb_typeof(cfg -> 'time_budget_ms') = 'number'
+                                        THEN (cfg ->> 'time_budget_ms')::numeric::integer END, 20), 1), 10000)
+    INTO parsed_entity_ids, hints, predicate_allow, query_lexemes, query_words, query_tsquery,
+         seed_count, fan_out, max_edges, max_depth, max_paths, max_path_bytes, time_budget_ms
     FROM (SELECT dm_private.discovery_lexemes(
               COALESCE(query, '') || ' ' || COALESCE((
                   SELECT pg_catalog.string_agg(COALESCE(x.item ->> 'term', x.item ->> 'text', x.item #>> '{}'), ' ')
                   FROM pg_catalog.jsonb_array_elements(
                       CASE WHEN pg_catalog.jsonb_typeof(prs -> 'terms') = 'array' THEN prs -> 'terms' ELSE '[]'::jsonb END)
                       AS x (item)), '')) AS lexemes) AS lx;
+    deadline := started + pg_catalog.make_interval(secs => time_budget_ms / 1000.0);
+    -- The walk needs no more edges than a pool of candidate paths can use:
+    -- max_edges is the cap, six edges per requested path the working size.
+    walk_edges := LEAST(max_edges, GREATEST(30, 6 * max_paths));
 
     -- Seeds: requested expansion entities, parsed query entities, entity
     -- search, and the entities the returned evidence supports. Every source
@@ -178,14 +514,14 @@ BEGIN
             UNION ALL
             SELECT l.entity_id, 1.0
             FROM (
+                -- Accepted links of the returned evidence to eligible (active,
+                -- validated_claim or fact) relationships: evidence_entity_links
+                -- (migration 0038) holds exactly those, with both endpoints.
                 SELECT ends.entity_id
-                FROM dm_private.relationship_evidence AS re
-                JOIN dm_private.relationships AS r ON r.team_id = re.team_id AND r.relationship_id = re.relationship_id
-                CROSS JOIN LATERAL (VALUES (r.subject_entity_id), (r.object_entity_id)) AS ends (entity_id)
-                WHERE re.team_id = team
-                  AND re.evidence_id = ANY(returned)
-                  AND re.accepted
-                  AND r.status = 'active' AND r.tier IN ('validated_claim', 'fact')
+                FROM dm_private.evidence_entity_links AS k
+                CROSS JOIN LATERAL (VALUES (k.subject_entity_id), (k.object_entity_id)) AS ends (entity_id)
+                WHERE k.team_id = team
+                  AND k.evidence_id = ANY(returned)
                   AND ends.entity_id IS NOT NULL
                 LIMIT 200
             ) AS l
@@ -234,262 +570,11 @@ BEGIN
         -- Phase 2 (a pool of 2 x max_paths candidates): supporting evidence,
         -- conflicts, verified corroboration, names and novelty decide.
         FOR candidate IN
-        WITH walk AS MATERIALIZED (
-            SELECT w.*
-            FROM dm_private.discovery_walk(team, seed_ids, fan_out, max_depth, walk_edges, valid_at, known_at,
-                                           hints, predicate_allow, known_relationships, deadline) AS w
-        ),
-        predicate_hits AS MATERIALIZED (
-            -- A hinted predicate, or one with a word that starts with a query
-            -- lexeme ("works_on" for "work"): no text-search call per predicate.
-            SELECT d.predicate,
-                   (d.predicate = ANY(hints)
-                    OR EXISTS (SELECT 1
-                               FROM pg_catalog.unnest(pg_catalog.string_to_array(d.predicate, '_')) AS pw (word)
-                               CROSS JOIN pg_catalog.unnest(query_lexemes) AS ql (lexeme)
-                               WHERE pg_catalog.length(ql.lexeme) >= 3
-                                 AND pg_catalog.starts_with(pw.word, ql.lexeme))) AS hit
-            FROM (SELECT DISTINCT walk.predicate FROM walk) AS d
-        ),
-        cheap_paths AS (
-            SELECT ARRAY[w.relationship_id] AS relationship_ids, w.root_entity_id,
-                   0.2 * COALESCE((seed_scores ->> w.root_entity_id::text)::double precision, 0)
-                   + CASE WHEN ph.hit THEN 1.0 ELSE 0.0 END AS score
-            FROM walk AS w
-            JOIN predicate_hits AS ph ON ph.predicate = w.predicate
-            WHERE w.depth = 1
-            UNION ALL
-            SELECT ARRAY[w.parent_relationship_id, w.relationship_id], w.root_entity_id,
-                   0.2 * COALESCE((seed_scores ->> w.root_entity_id::text)::double precision, 0)
-                   + ((CASE WHEN p1.hit THEN 1.0 ELSE 0.0 END) + (CASE WHEN p2.hit THEN 1.0 ELSE 0.0 END)) / 2.0 - 0.2
-            FROM walk AS w
-            JOIN predicate_hits AS p1 ON p1.predicate = w.parent_predicate
-            JOIN predicate_hits AS p2 ON p2.predicate = w.predicate
-            WHERE w.depth = 2
-        ),
-        pool AS MATERIALIZED (
-            SELECT d.relationship_ids, d.root_entity_id
-            FROM (SELECT DISTINCT ON (cp.relationship_ids) cp.*
-                  FROM cheap_paths AS cp
-                  ORDER BY cp.relationship_ids, cp.score DESC) AS d
-            ORDER BY d.score DESC, d.relationship_ids
-            LIMIT GREATEST(2 * max_paths, 6)
-        ),
-        rels AS MATERIALIZED (
-            SELECT DISTINCT ON (w.relationship_id) w.relationship_id, w.subject_entity_id, w.object_entity_id,
-                   w.object_value, w.predicate, w.polarity, w.owner_profile_id, w.semantic_group
-            FROM walk AS w
-            WHERE w.relationship_id IN (SELECT pg_catalog.unnest(pool.relationship_ids) FROM pool)
-            ORDER BY w.relationship_id
-        ),
-        links AS MATERIALIZED (
-            SELECT re.relationship_id, re.evidence_id
-            FROM rels
-            JOIN dm_private.relationship_evidence AS re
-              ON re.team_id = team AND re.relationship_id = rels.relationship_id
-            WHERE re.accepted
-        ),
-        -- Supporting evidence must be eligible itself (same rule as default
-        -- recall: active, current revision, active owner, request time, policy).
-        eligible_evidence AS MATERIALIZED (
-            SELECT ev.evidence_id
-            FROM (SELECT DISTINCT links.evidence_id FROM links) AS l
-            JOIN dm_private.evidence AS ev ON ev.team_id = team AND ev.evidence_id = l.evidence_id
-            JOIN dm_private.source_revisions AS sr
-              ON sr.team_id = team AND sr.source_id = ev.source_id AND sr.revision_id = ev.revision_id
-            WHERE ev.state = 'active' AND sr.is_current AND ev.owner_profile_id <> ALL(inactive_owners)
-              AND (valid_at IS NULL OR ((ev.valid_from IS NULL OR ev.valid_from <= valid_at)
-                                        AND (ev.valid_to IS NULL OR valid_at < ev.valid_to)))
-              AND (CASE WHEN known_at IS NULL THEN ev.known_to IS NULL OR ev.known_to > pg_catalog.now()
-                        ELSE ev.known_from <= known_at AND (ev.known_to IS NULL OR known_at < ev.known_to) END)
-              AND NOT EXISTS (
-                  SELECT 1 FROM pg_catalog.jsonb_each(ev.labels) AS lb (key, value)
-                  WHERE lb.value = 'true'::jsonb AND NOT (lb.key = ANY(scopes)))
-        ),
-        support AS (
-            SELECT links.relationship_id,
-                   (pg_catalog.array_agg(links.evidence_id
-                                         ORDER BY (links.evidence_id = ANY(seen_evidence)), links.evidence_id))[1:3]
-                       AS evidence_ids,
-                   pg_catalog.count(*) FILTER (WHERE NOT (links.evidence_id = ANY(seen_evidence))) AS novel
-            FROM links
-            JOIN eligible_evidence AS ee ON ee.evidence_id = links.evidence_id
-            GROUP BY links.relationship_id
-        ),
-        -- Recorded disagreements (the write path fills dm_private.conflicts).
-        recorded AS MATERIALIZED (
-            SELECT rels.relationship_id, c.conflicting_relationship_id AS other_id, c.kind,
-                   c.preferred_relationship_id
-            FROM rels
-            JOIN dm_private.conflicts AS c ON c.team_id = team AND c.relationship_id = rels.relationship_id
-            UNION ALL
-            SELECT rels.relationship_id, c.relationship_id, c.kind, c.preferred_relationship_id
-            FROM rels
-            JOIN dm_private.conflicts AS c ON c.team_id = team AND c.conflicting_relationship_id = rels.relationship_id
-        ),
-        -- Only recorded conflicts that are disagreements under the predicate's
-        -- cardinality (migration 0031): different objects of a multi-valued
-        -- predicate (a person uses many tools) are not a conflict, unless a
-        -- correction (supersede) chose a preferred side. The team's
-        -- single-valued predicates are read once, and only when some edge
-        -- has a recorded conflict.
-        -- The other side of each of them, when it is eligible itself (and
-        -- whether a verified, eligible piece of evidence supports it), or when
-        -- it was superseded by this very edge (the client may trace the
-        -- corrected knowledge). One read of the other relationship.
-        conflict_sides AS MATERIALIZED (
-            SELECT rc.relationship_id, rc.other_id, rc.kind, rc.preferred_relationship_id,
-                   o.owner_profile_id AS other_owner, o.status AS other_status,
-                   o.superseded_by_relationship_id AS other_superseded_by,
-                   (o.status = 'active' AND o.tier IN ('validated_claim', 'fact')
-                    AND o.owner_profile_id <> ALL(inactive_owners)
-                    AND (o.known_to IS NULL OR o.known_to > pg_catalog.now())
-                    AND (valid_at IS NULL OR ((o.valid_from IS NULL OR o.valid_from <= valid_at)
-                                              AND (o.valid_to IS NULL OR valid_at < o.valid_to)))
-                    AND NOT (o.relationship_id = ANY(known_relationships))) AS other_eligible,
-                   EXISTS (
-                       SELECT 1
-                       FROM dm_private.relationship_evidence AS ore
-                       JOIN dm_private.evidence AS oev ON oev.team_id = team AND oev.evidence_id = ore.evidence_id
-                       JOIN dm_private.source_revisions AS osr
-                         ON osr.team_id = team AND osr.source_id = oev.source_id AND osr.revision_id = oev.revision_id
-                       WHERE ore.team_id = team AND ore.relationship_id = o.relationship_id AND ore.accepted
-                         AND oev.state = 'active' AND osr.is_current AND oev.owner_profile_id <> ALL(inactive_owners)
-                         AND (oev.known_to IS NULL OR oev.known_to > pg_catalog.now())
-                         AND NOT EXISTS (
-                             SELECT 1 FROM pg_catalog.jsonb_each(oev.labels) AS l (key, value)
-                             WHERE l.value = 'true'::jsonb AND NOT (l.key = ANY(scopes)))
-                   ) AS other_supported
-            FROM recorded AS rc
-            JOIN rels ON rels.relationship_id = rc.relationship_id
-            JOIN dm_private.relationships AS o ON o.team_id = team AND o.relationship_id = rc.other_id
-            WHERE rc.preferred_relationship_id IS NOT NULL
-               OR dm_private.relationships_disagree(rels.predicate, rels.polarity, rels.object_entity_id,
-                                                    rels.object_value, o.polarity, o.object_entity_id,
-                                                    o.object_value,
-                                                    (SELECT dm_private.single_valued_predicates(team)))
-        ),
-        conflict_refs AS MATERIALIZED (
-            SELECT cs.relationship_id,
-                   pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
-                       'relationship_id', cs.other_id,
-                       'kind', cs.kind,
-                       'owner_profile', pg_catalog.jsonb_build_object('profile_id', cs.other_owner, 'name', pn.name),
-                       'preferred', COALESCE(cs.preferred_relationship_id = cs.other_id, false),
-                       'superseded', cs.other_status = 'superseded')
-                       ORDER BY cs.other_id) AS refs,
-                   pg_catalog.bool_or(cs.preferred_relationship_id = cs.relationship_id) AS is_preferred,
-                   pg_catalog.bool_or(cs.preferred_relationship_id IS NOT NULL
-                                      AND cs.preferred_relationship_id <> cs.relationship_id
-                                      AND cs.other_eligible AND cs.other_supported) AS is_overridden,
-                   pg_catalog.count(DISTINCT cs.other_owner) FILTER (
-                       WHERE cs.other_eligible AND cs.other_supported) AS challengers
-            FROM (
-                SELECT c2.*, pg_catalog.row_number() OVER (PARTITION BY c2.relationship_id ORDER BY c2.other_id) AS n
-                FROM conflict_sides AS c2
-                WHERE c2.other_eligible
-                   OR (c2.other_status = 'superseded' AND c2.other_superseded_by = c2.relationship_id)
-            ) AS cs
-            JOIN dm_private.profiles AS pn ON pn.team_id = team AND pn.profile_id = cs.other_owner
-            WHERE cs.n <= 3
-            GROUP BY cs.relationship_id
-        ),
-        -- Equivalent relationships of other authors (same semantic group, or
-        -- same endpoints, predicate and polarity) count as corroboration only
-        -- when eligible and supported by eligible evidence.
-        corroboration AS MATERIALIZED (
-            SELECT rels.relationship_id, pg_catalog.count(DISTINCT eq.owner_profile_id) AS corroborators
-            FROM rels
-            CROSS JOIN LATERAL (
-                SELECT o.relationship_id, o.owner_profile_id
-                FROM dm_private.relationships AS o
-                WHERE o.team_id = team AND o.semantic_group = rels.semantic_group AND rels.semantic_group IS NOT NULL
-                UNION
-                SELECT o.relationship_id, o.owner_profile_id
-                FROM dm_private.relationships AS o
-                WHERE o.team_id = team AND o.subject_entity_id = rels.subject_entity_id
-                  AND o.object_entity_id = rels.object_entity_id AND rels.object_entity_id IS NOT NULL
-                  AND o.predicate = rels.predicate AND o.polarity = rels.polarity
-                LIMIT 50
-            ) AS eq
-            JOIN dm_private.relationships AS o ON o.team_id = team AND o.relationship_id = eq.relationship_id
-            WHERE eq.owner_profile_id <> rels.owner_profile_id
-              AND o.status = 'active' AND o.tier IN ('validated_claim', 'fact')
-              AND o.owner_profile_id <> ALL(inactive_owners)
-              AND (o.known_to IS NULL OR o.known_to > pg_catalog.now())
-              AND EXISTS (
-                  SELECT 1
-                  FROM dm_private.relationship_evidence AS ore
-                  JOIN dm_private.evidence AS oev ON oev.team_id = team AND oev.evidence_id = ore.evidence_id
-                  JOIN dm_private.source_revisions AS osr
-                    ON osr.team_id = team AND osr.source_id = oev.source_id AND osr.revision_id = oev.revision_id
-                  WHERE ore.team_id = team AND ore.relationship_id = o.relationship_id AND ore.accepted
-                    AND oev.state = 'active' AND osr.is_current AND oev.owner_profile_id <> ALL(inactive_owners)
-                    AND (oev.known_to IS NULL OR oev.known_to > pg_catalog.now())
-                    AND NOT EXISTS (
-                        SELECT 1 FROM pg_catalog.jsonb_each(oev.labels) AS l (key, value)
-                        WHERE l.value = 'true'::jsonb AND NOT (l.key = ANY(scopes))))
-            GROUP BY rels.relationship_id
-        ),
-        edges AS MATERIALIZED (
-            SELECT rels.relationship_id, su.evidence_ids, rels.subject_entity_id, rels.object_entity_id,
-                   pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object(
-                       'relationship_id', rels.relationship_id,
-                       'subject', pg_catalog.jsonb_build_object('entity_id', se.entity_id, 'name', se.canonical_name),
-                       'predicate', rels.predicate,
-                       'object', CASE WHEN oe.entity_id IS NOT NULL THEN
-                           pg_catalog.jsonb_build_object('entity_id', oe.entity_id, 'name', oe.canonical_name) END,
-                       'object_value', rels.object_value,
-                       'polarity', rels.polarity,
-                       'owner_profile', CASE WHEN cr.refs IS NOT NULL OR COALESCE(co.corroborators, 0) > 0 THEN
-                           pg_catalog.jsonb_build_object('profile_id', rels.owner_profile_id, 'name',
-                               (SELECT op.name FROM dm_private.profiles AS op
-                                WHERE op.team_id = team AND op.profile_id = rels.owner_profile_id)) END,
-                       'preferred', CASE WHEN cr.is_preferred THEN true END,
-                       'conflicts', cr.refs)) AS edge_json,
-                   (CASE WHEN ph.hit THEN 1.0 ELSE 0.0 END
-                    + 0.4 * LEAST(
-                        (CASE WHEN pg_catalog.string_to_array(se.normalized_name, ' ') OPERATOR(pg_catalog.&&) query_words
-                              THEN 1 ELSE 0 END)
-                        + (CASE WHEN pg_catalog.string_to_array(
-                                         COALESCE(oe.normalized_name, pg_catalog.lower(pg_catalog.left(rels.object_value, 200))),
-                                         ' ') OPERATOR(pg_catalog.&&) query_words THEN 1 ELSE 0 END), 2)
-                    + 0.25 * LEAST(COALESCE(co.corroborators, 0), 3)
-                    - 0.25 * LEAST(COALESCE(cr.challengers, 0), 2)
-                    + CASE WHEN cr.is_preferred THEN 0.6 ELSE 0.0 END
-                    - CASE WHEN cr.is_overridden THEN 0.6 ELSE 0.0 END
-                    + CASE WHEN su.novel > 0 THEN 0.3 ELSE 0.0 END)::double precision AS edge_score
-            FROM rels
-            JOIN support AS su ON su.relationship_id = rels.relationship_id
-            JOIN predicate_hits AS ph ON ph.predicate = rels.predicate
-            JOIN dm_private.entities AS se ON se.team_id = team AND se.entity_id = rels.subject_entity_id
-            LEFT JOIN dm_private.entities AS oe ON oe.team_id = team AND oe.entity_id = rels.object_entity_id
-            LEFT JOIN conflict_refs AS cr ON cr.relationship_id = rels.relationship_id
-            LEFT JOIN corroboration AS co ON co.relationship_id = rels.relationship_id
-        ),
-        paths AS (
-            SELECT pool.relationship_ids,
-                   CASE WHEN e2.relationship_id IS NULL THEN pg_catalog.jsonb_build_array(e1.edge_json)
-                        ELSE pg_catalog.jsonb_build_array(e1.edge_json, e2.edge_json) END AS edge_list,
-                   COALESCE(e1.evidence_ids, '{}') || COALESCE(e2.evidence_ids, '{}') AS evidence_ids,
-                   ARRAY[e1.subject_entity_id, e1.object_entity_id, e2.subject_entity_id, e2.object_entity_id]
-                       AS entity_ids,
-                   0.2 * COALESCE((seed_scores ->> pool.root_entity_id::text)::double precision, 0)
-                   + (e1.edge_score + COALESCE(e2.edge_score, e1.edge_score)) / 2.0
-                   - 0.2 * (pg_catalog.cardinality(pool.relationship_ids) - 1) AS score
-            FROM pool
-            JOIN edges AS e1 ON e1.relationship_id = pool.relationship_ids[1]
-            LEFT JOIN edges AS e2 ON e2.relationship_id = pool.relationship_ids[2]
-            WHERE pg_catalog.cardinality(pool.relationship_ids) = 1 OR e2.relationship_id IS NOT NULL
-        )
-        SELECT paths.relationship_ids, paths.entity_ids,
-               pg_catalog.jsonb_build_object(
-                   'relationships', paths.edge_list,
-                   'evidence_ids', pg_catalog.to_jsonb(ARRAY(
-                       SELECT DISTINCT ev.id FROM pg_catalog.unnest(paths.evidence_ids) AS ev (id)
-                       ORDER BY ev.id LIMIT 5))) AS path
-        FROM paths
-        ORDER BY paths.score DESC, paths.relationship_ids
+        SELECT c.path_relationship_ids AS relationship_ids, c.path_entity_ids AS entity_ids, c.path_json AS path
+        FROM dm_private.discovery_candidate_paths(team, seed_ids, seed_scores, inactive_owners, fan_out, max_depth,
+                                                  walk_edges, max_paths, valid_at, known_at, hints, predicate_allow,
+                                                  known_relationships, seen_evidence, query_lexemes, query_words,
+                                                  deadline) AS c
         LOOP
             -- Greedy selection: skip a path whose every edge is already shown,
             -- stop at max_paths, the byte budget or the deadline.
@@ -579,6 +664,7 @@ REVOKE ALL ON FUNCTION dm_private.discovery_setting(jsonb, text, integer, intege
 REVOKE ALL ON FUNCTION dm_private.discovery_for_recall_embedded(uuid, text, jsonb, uuid [], jsonb, jsonb, public.vector)
 FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm_private.discovery_for_recall(uuid, text, jsonb, uuid [], jsonb, jsonb) FROM PUBLIC;
+REVOKE ALL ON FUNCTION dm_private.discovery_candidate_paths(uuid, uuid [], jsonb, uuid [], integer, integer, integer, integer, timestamptz, timestamptz, text [], text [], uuid [], uuid [], text [], text [], timestamptz) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION dm_private.discovery_uuid_list(jsonb, text, integer) TO
 densemem_app, densemem_analyst, densemem_operator;
 GRANT EXECUTE ON FUNCTION dm_private.discovery_setting(jsonb, text, integer, integer, integer) TO
@@ -587,3 +673,5 @@ GRANT EXECUTE ON FUNCTION dm_private.discovery_for_recall_embedded(uuid, text, j
 TO densemem_app, densemem_analyst, densemem_operator;
 GRANT EXECUTE ON FUNCTION dm_private.discovery_for_recall(uuid, text, jsonb, uuid [], jsonb, jsonb) TO
 densemem_app, densemem_analyst, densemem_operator;
+GRANT EXECUTE ON FUNCTION dm_private.discovery_candidate_paths(uuid, uuid [], jsonb, uuid [], integer, integer, integer, integer, timestamptz, timestamptz, text [], text [], uuid [], uuid [], text [], text [], timestamptz)
+TO densemem_app, densemem_analyst, densemem_operator;

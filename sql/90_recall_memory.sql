@@ -16,8 +16,8 @@
 --   query parser fails                   request fields only; 'parse' recorded
 
 -- The query parser, when the query-understanding stage is installed; NULL
--- otherwise. Called through to_regprocedure + EXECUTE so recall works with
--- or without it.
+-- otherwise. Checked with to_regprocedure first so recall works with or
+-- without it.
 CREATE OR REPLACE FUNCTION dm_private.recall_parse(query text, team_id uuid, clock timestamptz)
 RETURNS jsonb
 LANGUAGE plpgsql
@@ -34,7 +34,10 @@ BEGIN
     -- parameters: a placeholder set first fails when the library later
     -- loads in the same session (the MMR text similarity loads it).
     PERFORM public.similarity('', '');
-    EXECUTE 'SELECT dm.parse_query($1, $2, $3)' INTO parsed USING query, team_id, clock;
+    -- a direct call, not EXECUTE: PL/pgSQL parses a statement when it first
+    -- runs (never when the parser is absent: the test above returns first)
+    -- and keeps its plan, where EXECUTE planned it on every call
+    parsed := dm.parse_query(query, team_id, clock);
     RETURN parsed;
 END
 $$;
@@ -133,6 +136,7 @@ DECLARE
     parsed jsonb;
     degraded text [] := '{}';
     required_branches text [];
+    seeds_json jsonb;
     fulltext_hits dm_private.recall_branch_hit [] := '{}';
     exact_hits dm_private.recall_branch_hit [] := '{}';
     vector_hits dm_private.recall_branch_hit [] := '{}';
@@ -181,7 +185,21 @@ BEGIN
                                                       THEN request ->> 'ranking_profile' END);
     req := dm_private.recall_request(query, request, settings);
     want := (req ->> 'limit')::integer;
-    required_branches := ARRAY(SELECT pg_catalog.jsonb_array_elements_text(COALESCE(settings -> 'required_branches', '["fulltext"]')));
+    -- the profile's list, read without a statement when it is the usual
+    -- array (an expression); anything else as before (which raises on a
+    -- value that is not a list)
+    -- ('fulltext' and 'vector' are all recall asks about: ? finds exactly the
+    -- string elements that jsonb_array_elements_text would give)
+    IF pg_catalog.jsonb_typeof(COALESCE(settings -> 'required_branches', '["fulltext"]')) = 'array' THEN
+        required_branches := CASE
+            WHEN COALESCE(settings -> 'required_branches', '["fulltext"]') ? 'fulltext'
+                 AND COALESCE(settings -> 'required_branches', '["fulltext"]') ? 'vector' THEN ARRAY['fulltext', 'vector']
+            WHEN COALESCE(settings -> 'required_branches', '["fulltext"]') ? 'fulltext' THEN ARRAY['fulltext']
+            WHEN COALESCE(settings -> 'required_branches', '["fulltext"]') ? 'vector' THEN ARRAY['vector']
+            ELSE '{}'::text [] END;
+    ELSE
+        required_branches := ARRAY(SELECT pg_catalog.jsonb_array_elements_text(COALESCE(settings -> 'required_branches', '["fulltext"]')));
+    END IF;
     mark := pg_catalog.clock_timestamp();
     timings := timings || pg_catalog.jsonb_build_object('request_ms', EXTRACT(EPOCH FROM mark - started) * 1000);
 
@@ -305,17 +323,22 @@ BEGIN
         -- proximity from the query's entities (when discovery is installed)
         hops := '{}';
         IF pass = 1 THEN
-            seeds := ARRAY(SELECT DISTINCT x::uuid FROM pg_catalog.jsonb_array_elements_text(
-                               COALESCE(req -> 'expand_from_entity_ids', '[]') || COALESCE(req -> 'parsed_entity_ids', '[]')) AS x);
+            seeds_json := COALESCE(req -> 'expand_from_entity_ids', '[]') || COALESCE(req -> 'parsed_entity_ids', '[]');
+            -- no entity ids (the common case): no statement
+            IF pg_catalog.jsonb_typeof(seeds_json) = 'array' AND pg_catalog.jsonb_array_length(seeds_json) = 0 THEN
+                seeds := '{}';
+            ELSE
+                seeds := ARRAY(SELECT DISTINCT x::uuid FROM pg_catalog.jsonb_array_elements_text(seeds_json) AS x);
+            END IF;
         END IF;
         IF pg_catalog.cardinality(seeds) > 0 AND pg_catalog.cardinality(fused) > 0
            AND pg_catalog.to_regprocedure('dm_private.entity_proximity(uuid,uuid[],uuid[],integer)') IS NOT NULL THEN
             BEGIN
-                EXECUTE 'SELECT COALESCE(pg_catalog.jsonb_object_agg(p.evidence_id::text, p.hops), ''{}'') '
-                        'FROM dm_private.entity_proximity($1, $2, $3, $4) AS p'
-                    INTO hops
-                    USING team, seeds, ARRAY(SELECT f.evidence_id FROM pg_catalog.unnest(fused) AS f),
-                          COALESCE((settings #>> '{proximity,max_hops}')::integer, 2);
+                -- static (a kept plan), as the parse and discovery calls
+                SELECT COALESCE(pg_catalog.jsonb_object_agg(p.evidence_id::text, p.hops), '{}')
+                INTO hops
+                FROM dm_private.entity_proximity(team, seeds, ARRAY(SELECT f.evidence_id FROM pg_catalog.unnest(fused) AS f),
+                                                 COALESCE((settings #>> '{proximity,max_hops}')::integer, 2)) AS p;
             EXCEPTION WHEN OTHERS THEN
                 hops := '{}';
                 IF NOT 'proximity' = ANY (degraded) THEN degraded := degraded || 'proximity'::text; END IF;
@@ -358,8 +381,12 @@ BEGIN
         FROM pg_catalog.unnest(ordered_ids) WITH ORDINALITY AS o (id, ord)
         LEFT JOIN dm_private.recall_hydrate(team, ordered_ids, pass_req) AS h ON h.evidence_id = o.id;
         pass_kept := dm_private.recall_budget(ordered_ids, sizes, pass_want, pass_bytes);
-        pass_bytes := pass_bytes - COALESCE((SELECT pg_catalog.sum(pg_catalog.octet_length(pass_contexts #>> ARRAY[k.id::text, 'context']))
-                                             FROM pg_catalog.unnest(pass_kept) AS k (id)), 0)::integer;
+        -- what is left of the byte budget matters only to pass 2, which runs
+        -- only after a parsed window's pass 1
+        IF pass = 1 AND COALESCE((req ->> 'window_is_parsed')::boolean, false) THEN
+            pass_bytes := pass_bytes - COALESCE((SELECT pg_catalog.sum(pg_catalog.octet_length(pass_contexts #>> ARRAY[k.id::text, 'context']))
+                                                 FROM pg_catalog.unnest(pass_kept) AS k (id)), 0)::integer;
+        END IF;
         kept := kept || pass_kept;
         contexts := contexts || pass_contexts;
         -- what only explain shows (branch hits as JSON, fused and scored
@@ -391,14 +418,13 @@ BEGIN
     -- discovery paths (optional stage, after the direct results are chosen)
     IF pg_catalog.to_regprocedure('dm_private.discovery_for_recall(uuid,text,jsonb,uuid[],jsonb,jsonb)') IS NOT NULL THEN
         BEGIN
-            EXECUTE 'SELECT dm_private.discovery_for_recall($1, $2, $3, $4, $5, $6)'
-                INTO discovery
-                USING team, query, COALESCE(parsed, '{}'::jsonb), kept, req, settings;
+            discovery := dm_private.discovery_for_recall(team, query, COALESCE(parsed, '{}'::jsonb), kept, req, settings);
             discovery_paths := COALESCE(discovery -> 'discovery_paths', '[]'::jsonb);
             related := discovery -> 'related_hypotheses';
-            degraded := degraded || ARRAY(SELECT pg_catalog.jsonb_array_elements_text(
-                CASE WHEN pg_catalog.jsonb_typeof(discovery -> 'degraded') = 'array' THEN discovery -> 'degraded'
-                     ELSE '[]'::jsonb END));
+            IF pg_catalog.jsonb_typeof(discovery -> 'degraded') = 'array'
+               AND pg_catalog.jsonb_array_length(discovery -> 'degraded') > 0 THEN
+                degraded := degraded || ARRAY(SELECT pg_catalog.jsonb_array_elements_text(discovery -> 'degraded'));
+            END IF;
         EXCEPTION WHEN OTHERS THEN
             discovery_paths := '[]';
             related := NULL;

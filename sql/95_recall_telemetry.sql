@@ -23,15 +23,17 @@ DECLARE
     oldest double precision;
     row_written boolean := false;
 BEGIN
-    SELECT pg_catalog.count(*) INTO pending
-    FROM (SELECT 1 FROM dm_private.search_documents AS d
-          WHERE d.team_id = team AND d.search_state = 'pending' LIMIT 10000) AS x;
-    SELECT pg_catalog.count(*) INTO failed
-    FROM (SELECT 1 FROM dm_private.search_documents AS d
-          WHERE d.team_id = team AND d.search_state = 'failed' LIMIT 10000) AS x;
-    SELECT EXTRACT(EPOCH FROM pg_catalog.now() - pg_catalog.min(d.pending_since))::double precision INTO oldest
-    FROM dm_private.search_documents AS d
-    WHERE d.team_id = team AND d.search_state = 'pending';
+    -- the three freshness figures in one statement (one executor start, not three)
+    SELECT (SELECT pg_catalog.count(*)
+            FROM (SELECT 1 FROM dm_private.search_documents AS d
+                  WHERE d.team_id = team AND d.search_state = 'pending' LIMIT 10000) AS x),
+           (SELECT pg_catalog.count(*)
+            FROM (SELECT 1 FROM dm_private.search_documents AS d
+                  WHERE d.team_id = team AND d.search_state = 'failed' LIMIT 10000) AS x),
+           (SELECT EXTRACT(EPOCH FROM pg_catalog.now() - pg_catalog.min(d.pending_since))::double precision
+            FROM dm_private.search_documents AS d
+            WHERE d.team_id = team AND d.search_state = 'pending')
+    INTO pending, failed, oldest;
     IF pg_catalog.current_setting('transaction_read_only') = 'off' THEN
         INSERT INTO dm_private.recall_telemetry (
             team_id, recall_id, ranking_profile_version, search_index_profile_version, degraded_branches,

@@ -69,6 +69,65 @@ class Phase:
     # CPU time of the server process (uvicorn, Starlette, psycopg, the query embedding; not
     # PostgreSQL) per answered request: a figure that depends little on the machine's load.
     server_cpu_ms_per_request: float | None = None
+    # Mean per request of each server-side phase (densemem_recall_phase_seconds and friends, read
+    # from /metrics before and after the phase): where one request's time goes.
+    server_phases_ms: dict[str, float] | None = None
+
+
+SCRAPED = (
+    ("densemem_recall_phase_seconds", "phase"),
+    ("densemem_query_embedding_model_seconds", "clock"),
+    ("densemem_http_request_duration_seconds", "route"),
+)
+
+
+def scrape(base: str) -> dict[str, float]:
+    """The sums and counts of the timing histograms of /metrics, keyed `name|label|sum` / `|count`,
+    and the query count of the model calls."""
+    text = httpx.get(f"{base}/metrics", timeout=30).text
+    values: dict[str, float] = {}
+    for line in text.splitlines():
+        if line.startswith("densemem_query_embedding_model_queries_total"):
+            values["model_queries"] = float(line.rsplit(" ", 1)[1])
+            continue
+        for name, label in SCRAPED:
+            for suffix in ("_sum", "_count"):
+                prefix = f"{name}{suffix}{{"
+                if line.startswith(prefix) and f'{label}="' in line:
+                    value = line.split(f'{label}="', 1)[1].split('"', 1)[0]
+                    values[f"{name}|{value}|{suffix[1:]}"] = float(line.rsplit(" ", 1)[1])
+    return values
+
+
+def phase_means(before: dict[str, float], after: dict[str, float], requests: int) -> dict[str, float]:
+    """Per-request means (ms) of the server's recall phases between two scrapes."""
+
+    def delta(key: str) -> float:
+        return after.get(key, 0.0) - before.get(key, 0.0)
+
+    out: dict[str, float] = {}
+    for phase in ("parse", "authenticate", "embed", "pool", "round_trip", "handoff", "respond"):
+        count = delta(f"densemem_recall_phase_seconds|{phase}|count")
+        if count:
+            out[phase] = round(delta(f"densemem_recall_phase_seconds|{phase}|sum") * 1000 / count, 3)
+    total = delta("densemem_http_request_duration_seconds|/v1/recall|sum")
+    total_count = delta("densemem_http_request_duration_seconds|/v1/recall|count")
+    if total_count:
+        out["app_total"] = round(total * 1000 / total_count, 3)
+        out["middleware_and_send"] = round(
+            out["app_total"] - sum(v for k, v in out.items() if k != "app_total"), 3
+        )
+    queries = delta("model_queries")
+    calls = delta("densemem_query_embedding_model_seconds|wall|count")
+    if queries and calls:
+        out["model_wall_per_call"] = round(
+            delta("densemem_query_embedding_model_seconds|wall|sum") * 1000 / calls, 3
+        )
+        out["model_cpu_per_query"] = round(
+            delta("densemem_query_embedding_model_seconds|cpu|sum") * 1000 / queries, 3
+        )
+        out["queries_per_model_call"] = round(queries / calls, 2)
+    return out
 
 
 def _urls(base_url: str) -> tuple[str, str]:
@@ -341,25 +400,28 @@ def run(
     base = f"http://127.0.0.1:{port}"
     phases: list[Phase] = []
 
-    def with_cpu(phase: Phase, before: float | None) -> Phase:
+    def with_cpu(phase: Phase, before: float | None, scraped: dict[str, float]) -> Phase:
         after = process_cpu_seconds(server.pid)
         if before is not None and after is not None and phase.requests:
             phase.server_cpu_ms_per_request = round((after - before) * 1000 / phase.requests, 2)
+        phase.server_phases_ms = phase_means(scraped, scrape(base), phase.requests)
         return phase
 
     try:
         cursor = 0
         _, cursor = asyncio.run(_phase(base, key, questions, cursor, 1, requests=warmup, duration=None))
+        scraped = scrape(base)
         before = process_cpu_seconds(server.pid)
         phase, cursor = asyncio.run(_phase(base, key, questions, cursor, 1, requests=requests, duration=None))
-        phases.append(with_cpu(phase, before))
+        phases.append(with_cpu(phase, before, scraped))
         progress(f"1 client: {phase}")
         for count in clients:
+            scraped = scrape(base)
             before = process_cpu_seconds(server.pid)
             phase, cursor = asyncio.run(
                 _phase(base, key, questions, cursor, count, requests=None, duration=duration)
             )
-            phases.append(with_cpu(phase, before))
+            phases.append(with_cpu(phase, before, scraped))
             progress(f"{count} clients: {phase}")
     finally:
         server.terminate()
@@ -392,6 +454,9 @@ def _bench_http(args: argparse.Namespace, settings: Settings) -> int:
             f"| {p.clients} | {p.requests} | {p.errors} | {p.seconds} | {p.throughput_rps} | {p.p50_ms} | "
             f"{p.p95_ms} | {p.p99_ms} | {p.server_cpu_ms_per_request} |"
         )
+    print("server-side phases, mean ms per request (from /metrics):")
+    for p in phases:
+        print(f"  {p.clients} client(s): {p.server_phases_ms}")
     target = phases[0].p95_ms <= 30.0
     print(f"one-client p95 {phases[0].p95_ms} ms: {'meets' if target else 'misses'} the 30 ms target")
     print(

@@ -168,7 +168,7 @@ VALUES
     ('dm_private.lifecycle_transitions', 'SELECT, INSERT', 'densemem_app'),
     ('dm_private.lifecycle_transitions', 'SELECT', 'densemem_analyst, densemem_operator'),
     ('dm_private.conflicts', 'SELECT, INSERT, UPDATE', 'densemem_app'),
-    ('dm_private.conflicts', 'SELECT', 'densemem_analyst, densemem_operator'),
+    ('dm_private.conflicts', 'SELECT', 'densemem_analyst, densemem_operator, densemem_searcher'),
     ('dm_private.hypotheses', 'SELECT, INSERT, UPDATE', 'densemem_app'),
     ('dm_private.hypotheses', 'SELECT', 'densemem_analyst, densemem_operator'),
     ('dm_private.embedding_contracts', 'SELECT',
@@ -210,7 +210,7 @@ VALUES
     -- 0031: a team's predicate cardinalities are configuration (the service
     -- may change them); the global defaults are read-only.
     ('dm_private.predicate_cardinalities', 'SELECT, INSERT, UPDATE, DELETE', 'densemem_app'),
-    ('dm_private.predicate_cardinalities', 'SELECT', 'densemem_analyst, densemem_operator'),
+    ('dm_private.predicate_cardinalities', 'SELECT', 'densemem_analyst, densemem_operator, densemem_searcher'),
     ('dm_private.predicate_cardinality_defaults', 'SELECT',
      'densemem_app, densemem_analyst, densemem_operator, densemem_searcher'),
     -- 0030: the service rebuilds a team's communities (delete its rows, insert new ones).
@@ -220,6 +220,8 @@ VALUES
     ('dm_private.community_members', 'SELECT', 'densemem_analyst, densemem_operator'),
     ('dm_private.community_relationships', 'SELECT, INSERT, DELETE', 'densemem_app'),
     ('dm_private.community_relationships', 'SELECT', 'densemem_analyst, densemem_operator'),
+    ('dm_private.evidence_entity_links', 'SELECT, INSERT, DELETE', 'densemem_app'),
+    ('dm_private.evidence_entity_links', 'SELECT', 'densemem_analyst, densemem_operator, densemem_searcher'),
     -- 0024: BM25 statistics. The write path appends deltas (statement
     -- triggers, invoker) and compacts its team; the searcher reads them.
     ('dm_private.search_statistics_deltas', 'SELECT, INSERT, DELETE', 'densemem_app'),

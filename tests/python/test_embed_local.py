@@ -159,3 +159,46 @@ def test_the_backend_setting(monkeypatch: pytest.MonkeyPatch) -> None:
     assert LocalProvider().backend == "torch"
     with pytest.raises(ValueError, match="backend"):
         LocalProvider(backend="tensorflow")
+
+
+def test_the_fast_tokenizer_gives_the_model_tokenizer_ids(local: LocalProvider) -> None:
+    """The tokenizers-level call (densemem.embeddings.local._FastTokenizer) against the
+    transformers tokenizer sentence-transformers uses: same ids, masks and type ids, alone, padded
+    in a batch, and truncated at max_seq_length."""
+    pytest.importorskip("onnxruntime")
+    from densemem.embeddings.local import _FastTokenizer
+
+    model = local.load()
+    ours = _FastTokenizer(model.tokenizer, int(model.max_seq_length))
+    texts = QUESTIONS + TEXTS
+    for batch in [[t] for t in texts] + [texts]:
+        theirs = model.tokenizer(
+            batch,
+            padding=True,
+            truncation="longest_first",
+            max_length=int(model.max_seq_length),
+            return_tensors="np",
+        )
+        mine = ours(batch)
+        for name in ("input_ids", "attention_mask", "token_type_ids"):
+            assert mine[name].dtype == np.int64
+            assert np.array_equal(mine[name], np.asarray(theirs[name], dtype=np.int64)), (batch, name)
+    assert ours([TEXTS[4]])["input_ids"].shape == (1, int(model.max_seq_length))
+
+
+def test_the_onnx_backend_runs_the_fused_attention_graph(local: LocalProvider) -> None:
+    """onnxruntime's transformer optimizer fuses every layer's attention of the eager-attention
+    export (one Attention node per layer); that fused model is what runs, and the torch check of
+    test_the_onnx_backend_gives_the_torch_vectors covers its vectors."""
+    onnx = pytest.importorskip("onnx")
+    pytest.importorskip("onnxruntime.transformers.optimizer")
+    model = local.load()
+    encoder = local._onnx
+    assert encoder is not None
+    assert encoder.path.name.startswith("model.fused-ort"), encoder.path
+    graph = onnx.load(str(encoder.path)).graph
+    operators = [node.op_type for node in graph.node]
+    layers = int(model[0].auto_model.config.num_hidden_layers)
+    assert operators.count("Attention") == layers
+    assert operators.count("Softmax") == 0
+    assert len(operators) < 60  # the plain export has about 380 nodes

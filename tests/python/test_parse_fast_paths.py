@@ -466,3 +466,147 @@ def test_one_lookup_statement_is_a_checked_definer(conn: psycopg.Connection[Any]
         "FROM pg_proc AS p WHERE p.oid = 'dm_private.match_query_names(uuid, text[], text[])'::regprocedure"
     ).fetchone()
     assert row == (True, "densemem_searcher", True, True, True)
+
+
+# ---------------------------------------------------------------- session 4: one PL/pgSQL frame
+
+
+# dm.parse_query writes out the bodies of the table-free helpers (prepared
+# text, tokens, n-grams, trigram candidates, phrases, terms) and skips
+# dm_private.parse_anchors when its needle guard fails; the helpers stay as the
+# reference. The pieces below reach every branch: no upper-case letter, a
+# lone token, the U+001F separator inside a token, non-ASCII and exotic
+# spaces, anchors (so the anchors call and masking), e-mail addresses, quotes,
+# time forms, the lookup team's names, aliases and synonyms, misspellings.
+@pytest.fixture(scope="module")
+def frame_team(url: str, conn: psycopg.Connection[Any]) -> Principal:
+    """The lookup vocabulary plus names whose capital is not ASCII (trigram candidates of the slow test)."""
+    team = make_team(conn, f"frame-{uuid.uuid4().hex[:8]}")
+    base = ["amber", "birch", "cedar", "delta", "ember", "fjord"]
+    items: list[write.EntityItem] = [{"name": "\u00c9mile"}, {"name": "\u00d8rsted"}]
+    for i, word in enumerate(base):
+        items.append({"name": f"{word.capitalize()} Works", "aliases": [word, f"{word} {base[(i + 1) % 6]}"]})
+        items.append({"name": word.capitalize(), "aliases": [base[(i + 2) % 6]]})
+    with psycopg.connect(url) as session, acting_as(session, team) as cur:
+        write.upsert_entities(cur, team_id=team.team_id, items=items)
+        cur.execute(
+            "INSERT INTO dm_private.predicate_synonyms (team_id, phrase, predicate, enabled) VALUES "
+            "(%(t)s, 'amber', 'uses', true), (%(t)s, 'uses', 'likes', false), "
+            "(%(t)s, 'paint', 'created', true)",
+            {"t": team.team_id},
+        )
+    return team
+
+
+FRAME_PIECES = [
+    *LOOKUP_WORDS,
+    "when did",
+    "What year",
+    "last week",
+    "in May 2023",
+    "3 days ago",
+    "recently",
+    "first",
+    "ABC-123",
+    "v1.2.3",
+    "9fceb02a1",
+    "srv-db-01",
+    "/etc/nginx/nginx.conf",
+    "src/app/main.py",
+    "team:platform",
+    "repo@main",
+    "a.b@example.com",
+    '"the big move"',
+    "\u201cquoted\u201d",
+    "caf\u00e9",
+    "\u00c9mile",
+    "Stra\u00dfe",
+    "a\u00a0b",
+    "x\u2019s",
+    "x\x1fy",
+    "\u00c9mille",
+    "\u00c9mile Zola",
+    "\u00d8rsed",
+    "Dr.",
+    "?",
+    "-",
+    "'s",
+]
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    pieces=st.lists(st.sampled_from(FRAME_PIECES), min_size=0, max_size=30),
+    lower=st.booleans(),
+)
+def test_one_frame_parse_equals_the_reference_helpers(
+    url: str, frame_team: Principal, pieces: list[str], lower: bool
+) -> None:
+    """dm.parse_query answers byte for byte what its reference helpers answer: parse_query_text,
+    then match_query_entities and predicate_hints on query_ngrams and query_fuzzy_keys."""
+    query = " ".join(pieces)
+    if lower:
+        query = query.lower()
+    _assert_frame_equals_reference(url, frame_team, query)
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "",
+        "amber",
+        "Amber",
+        "x\x1fy amber birch",
+        "amber " * 70,
+        "Amber Birch " + "cedarcedarcedar" * 60 + " delta",
+        "\u00e9" * 2500,
+        "When did Amber go to birch last week?",
+    ],
+)
+def test_one_frame_parse_equals_the_reference_helpers_at_the_edges(
+    url: str, frame_team: Principal, query: str
+) -> None:
+    """Long queries (n-grams past the 2,047-byte sorted-array limit), a lone token, the separator."""
+    _assert_frame_equals_reference(url, frame_team, query)
+
+
+def _assert_frame_equals_reference(url: str, team: Principal, query: str) -> None:
+    with psycopg.connect(url) as session, acting_as(session, Principal(team_id=team.team_id)) as cur:
+        cur.execute(
+            "SELECT dm.parse_query(%(q)s, %(t)s, %(c)s)::text AS one, "
+            "(dm_private.parse_query_text(%(q)s, %(c)s) || jsonb_build_object("
+            "  'entities', dm_private.match_query_entities(%(t)s, dm_private.query_ngrams(%(q)s), "
+            "    dm_private.query_fuzzy_keys(dm_private.query_tokens_cased(%(q)s))), "
+            "  'predicates', dm_private.predicate_hints(%(t)s, dm_private.query_ngrams(%(q)s))))::text "
+            "AS two",
+            {"q": query, "t": team.team_id, "c": CLOCK},
+        )
+        row = cur.fetchone()
+    assert row is not None
+    assert row["one"] == row["two"]
+
+
+@pytest.mark.parametrize(
+    "grams",
+    [
+        ["amber", "", "birch"],
+        ["amber", None, "uses"],
+        ["cedar", "x" * 3000, "paint"],
+        ["paint", "amber", "paint", "amber birch"],
+    ],
+)
+def test_lookup_of_arrays_the_sorted_scan_cannot_take(
+    url: str, lookup_team: Principal, grams: list[str | None]
+) -> None:
+    """Empty, NULL and over-long n-grams skip the byte-sorted scan array (array_to_tsvector rejects
+    them) and answer what the sorting SQL lookups answer; duplicates are harmless."""
+    with psycopg.connect(url) as session, acting_as(session, Principal(team_id=lookup_team.team_id)) as cur:
+        cur.execute(
+            "SELECT dm_private.match_query_names(%(t)s, %(g)s::text[], '{}') AS one, "
+            "jsonb_build_object('entities', dm_private.match_query_entities(%(t)s, %(g)s::text[], '{}'), "
+            "'predicates', dm_private.predicate_hints(%(t)s, %(g)s::text[])) AS two",
+            {"t": lookup_team.team_id, "g": grams},
+        )
+        row = cur.fetchone()
+    assert row is not None
+    assert json.dumps(row["one"]) == json.dumps(row["two"])

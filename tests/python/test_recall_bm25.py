@@ -386,6 +386,58 @@ def test_a_small_team_read_without_the_gin_index_gets_the_same_candidates(admin_
     assert not set(known) & {h[0] for h in small}
 
 
+def test_lexeme_keys_read_the_same_candidates_and_never_mix_teams_sharing_a_key_prefix(
+    admin_conn: Conn,
+) -> None:
+    # Migration 0025 keys the GIN index by team prefix (first 8 hex digits of the team id) and
+    # lexeme. Two teams whose ids share that prefix share posting lists; the explicit team predicate
+    # must still keep each team's rows apart. With a budget of 50 the 73-document team goes
+    # through the keyed index (any-term pass, and the all-terms pass when every lexeme is
+    # required) or, for an "or" or an exclusion, the (team_id, search_vector) index; with the
+    # default budget it is read row by row (team_pass). No LIMIT cuts either way, so the
+    # candidates, ranks and scores must be identical, and none may come from the twin team.
+    admin_conn.execute(
+        "INSERT INTO dm_private.ranking_profiles (name, version, settings) "
+        "SELECT 'budget-50', 1, jsonb_set(settings, '{fulltext,scan_budget}', '50') "
+        "FROM dm_private.ranking_profiles WHERE is_default"
+    )
+    team, profile = make_team(admin_conn, "keyed")
+    twin = uuid.UUID(str(team)[:8] + str(uuid.uuid4())[8:])
+    admin_conn.execute("INSERT INTO dm_private.teams (team_id, name) VALUES (%s, 'keyed twin')", (twin,))
+    row = admin_conn.execute("SELECT dm.ensure_profile(%s, 'twin author')", (twin,)).fetchone()
+    assert row is not None
+    twin_profile = uuid.UUID(str(row[0]))
+    items = [{"text": f"Invoice {i} for the spring campaign."} for i in range(20)]
+    items += [{"text": f"Invoice {i} paid in autumn."} for i in range(3)]
+    items += [{"text": f"Receipt {i} for the summer campaign."} for i in range(20)]
+    items += [{"text": f"Meeting notes {i} about hiring."} for i in range(30)]
+    mine = set(ingest(admin_conn, team, profile, items))
+    theirs = set(
+        ingest(admin_conn, twin, twin_profile, [*items, {"text": "Invoice for the spring campaign."}])
+    )
+    keys = admin_conn.execute(
+        "SELECT count(DISTINCT k) FROM dm_private.search_documents AS d, "
+        "unnest(dm_private.search_team_lexemes(d.team_id, d.search_vector)) AS k "
+        "WHERE d.team_id = ANY(%s) AND k LIKE '%%invoic'",
+        ([team, twin],),
+    ).fetchone()
+    assert keys == (1,), "both teams' invoices share one key"
+    for query in (
+        "spring invoice",
+        "invoice",
+        "spring invoice -autumn",
+        '"paid in autumn"',
+        "invoice or receipt",
+    ):
+        small = fulltext_hits(admin_conn, team, query)
+        indexed = fulltext_hits(admin_conn, team, query, request={"ranking_profile": "budget-50"})
+        assert small, query
+        assert small == indexed, query
+        assert {uuid.UUID(h[0]) for h in indexed} <= mine, query
+        twin_hits = fulltext_hits(admin_conn, twin, query, request={"ranking_profile": "budget-50"})
+        assert {uuid.UUID(h[0]) for h in twin_hits} <= theirs, query
+
+
 # ---------------------------------------------------------------- isolation
 
 

@@ -90,15 +90,20 @@ def test_fulltext_branch_uses_its_gin_index_and_vector_path_follows_team_size(ad
         plans = plans_of_recall(admin_conn, team, "charlie delta")
         fulltext = [p for p in plans if "any_pass AS MATERIALIZED" in p and "search_vector @@" in p]
         assert fulltext, "the full-text statement ran"
-        # one generic plan serves every team of the session: the passes (all terms, any term) read
-        # the GIN index, and the small-team read (team_pass) a range of the team (btree, or the
-        # GIN index's team key), never the whole table, whatever the estimates (this database has
-        # three teams, so a generic plan takes a team for a third of the table)
+        # one generic plan serves every team of the session: the any-term pass and the keyed
+        # all-terms pass read the team-qualified lexeme keys (migration 0025), the other all-terms
+        # pass (an "or", an exclusion) the (team_id, search_vector) GIN index, and the small-team
+        # read (team_pass) a range of the team, never the whole table, whatever the estimates (this
+        # database has three teams, so a generic plan takes a team for a third of the table)
         assert all(
-            p[p.index("CTE any_pass") :].count("Bitmap Index Scan on search_documents_fulltext_idx") == 2
+            p[p.index("CTE any_pass") :].count("Bitmap Index Scan on search_documents_team_lexemes_idx") == 2
+            and p[p.index("CTE any_pass") :].count("Bitmap Index Scan on search_documents_fulltext_idx") == 1
             for p in fulltext
         ), [p[p.index("Limit") :] for p in fulltext]
         assert all("Seq Scan on search_documents" not in p for p in fulltext), fulltext
+        # no parallel plan: workers return rows in no fixed order, and a pass's LIMIT would pick
+        # different documents from call to call
+        assert all("Parallel" not in p and "Gather" not in p for p in fulltext), fulltext
         vector = [p for p in plans if "document_embeddings AS e" in p and "OPERATOR(public.<=>)" in p]
         assert vector, "the vector statement ran"
         # one generic plan serves every team of the session: never a scan of every team's vectors

@@ -205,3 +205,79 @@ def test_concurrent_http_recalls_share_model_calls(admin_url: str, template_url:
     assert sorted(embedded) == sorted(queries)  # every query embedded exactly once
     assert len(embedder.batches) < len(queries)  # ... in fewer model calls than requests
     assert max(len(batch) for batch in embedder.batches) > 1
+
+
+# ---------------------------------------------------------------- the idle model, claimed by one query
+
+
+def test_an_idle_model_is_claimed_by_one_query_and_the_others_wait_for_one_batch() -> None:
+    """claim_idle takes the idle model for one query embedded in the caller's own thread; while
+    it runs nobody else claims it and new queries queue; they go together into ONE batched call
+    that starts when the claimed call ends (not later)."""
+    model = GatedModel()
+    batcher = QueryBatcher(model, max_batch=8)
+    texts = [f"queued {i}" for i in range(5)]
+
+    async def scenario() -> None:
+        loop = asyncio.get_running_loop()
+        claim = batcher.claim_idle()
+        assert claim
+        assert batcher.claim_idle() == 0  # held
+        model.gate.clear()
+        claimed = loop.run_in_executor(None, batcher.embed_claimed, claim, "claimed", loop)
+        while not model.started.is_set():
+            await asyncio.sleep(0.001)
+        waiting = [asyncio.create_task(batcher.embed(text)) for text in texts]
+        await asyncio.sleep(0.05)
+        assert batcher.waiting == 5 and len(model.calls) == 1  # no batch while the claim runs
+        model.gate.set()
+        assert await claimed == vector_of("claimed")
+        assert list(await asyncio.gather(*waiting)) == [vector_of(text) for text in texts]
+        batcher.release(claim)  # idempotent: the call released it already
+        assert batcher.claim_idle()  # idle again
+
+    asyncio.run(scenario())
+    assert model.calls == [["claimed"], texts]
+
+
+def test_a_busy_or_awaited_model_is_not_claimed_and_a_failed_claim_is_released() -> None:
+    model = GatedModel()
+    batcher = QueryBatcher(model, max_batch=8)
+
+    async def scenario() -> None:
+        loop = asyncio.get_running_loop()
+        first = await _hold_the_model(batcher, model)  # a batched call is running
+        assert batcher.claim_idle() == 0
+        model.gate.set()
+        await first
+        claim = batcher.claim_idle()
+        with pytest.raises(ConnectionError):
+            await loop.run_in_executor(None, batcher.embed_claimed, claim, "bad query", loop)
+        await asyncio.sleep(0.01)  # the release was scheduled on the loop
+        assert batcher.claim_idle()  # released although the model failed
+
+    asyncio.run(scenario())
+
+
+def test_a_claim_released_by_its_request_frees_the_queued_queries() -> None:
+    """A claim whose thread never ran the model (e.g. no database connection) is released by the
+    request's `finally`; the queries that queued meanwhile are embedded then. A stale release of
+    an older claim does nothing."""
+    model = GatedModel()
+    batcher = QueryBatcher(model, max_batch=8)
+
+    async def scenario() -> None:
+        old = batcher.claim_idle()
+        batcher.release(old)
+        claim = batcher.claim_idle()
+        assert claim and claim != old
+        waiting = asyncio.create_task(batcher.embed("queued"))
+        await asyncio.sleep(0.02)
+        assert not waiting.done()
+        batcher.release(old)  # stale: still claimed
+        await asyncio.sleep(0.02)
+        assert not waiting.done()
+        batcher.release(claim)
+        assert await waiting == vector_of("queued")
+
+    asyncio.run(scenario())

@@ -307,7 +307,10 @@ def create_app(
             except Exception as error:  # the provider is down: /readyz says so, recall degrades
                 log.warning("query embedding warm-up failed: %s", error)
         app.state.service = ServiceState(pool=pool, embedder=chosen, config=config)
-        app.state.service.batcher = query_batcher(chosen)
+        app.state.service.overlap_embedding = os.environ.get(
+            "DENSEMEM_OVERLAP_EMBEDDING", "1"
+        ).strip().lower() not in {"0", "false", "no", "off"}
+        app.state.service.batcher = query_batcher(chosen, observe=app.state.service.metrics.observe_model)
         try:
             yield
         finally:

@@ -25,7 +25,9 @@ and so costs a round trip more.
 from __future__ import annotations
 
 import re
+import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,6 +69,9 @@ class Principal:
 class CallResult:
     principal: Principal
     value: Any
+    # perf_counter() when the connection was in hand and when the answer was read (phase timing).
+    connected_at: float = 0.0
+    answered_at: float = 0.0
 
 
 def bearer_key(authorization: str | None) -> str:
@@ -98,20 +103,30 @@ def call_as_key(
     statement_timeout_ms: int,
     operator: bool = False,
     connection_timeout_s: float = 5.0,
+    meanwhile: Callable[[], dict[str, Any]] | None = None,
 ) -> CallResult:
     """Authenticate `api_key` and run `statement` (one row, one column) as its team, in one round trip.
 
     `statement` is a SELECT without FROM/WHERE; it may use %(team_id)s and the keys of `params`.
+    `meanwhile`, when given, runs after the first two statements are on the wire and before the
+    third is sent; the parameters it returns join `params`. The server executes the role switch
+    and the key check while it runs (pipeline mode sends each statement at once; the one Sync
+    comes last), so a recall embeds its query in parallel with its authentication and still
+    waits for the database once. It must not raise for an expected failure (the service maps a
+    failed embedding to NULL).
     """
     team_id = team_of_key(api_key)
     try:
         with pool.connection(timeout=connection_timeout_s) as conn:
+            connected_at = time.perf_counter()
             enter, authenticate, work = conn.cursor(), conn.cursor(), conn.cursor()
             failure: psycopg.Error | None = None
             try:
                 with conn.pipeline():
                     enter.execute(_ENTER, {"timeout": str(max(0, statement_timeout_ms))})
                     authenticate.execute(_AUTHENTICATE, {"api_key": api_key, "operator": operator})
+                    if meanwhile is not None:
+                        params = {**params, **meanwhile()}
                     work.execute(statement + _GUARD, {**params, "team_id": team_id})
             except psycopg.Error as error:
                 failure = error
@@ -127,8 +142,9 @@ def call_as_key(
             if failure is not None:
                 raise from_database_error(failure)
             row = work.fetchone()
+            answered_at = time.perf_counter()
     except psycopg.Error as error:
         raise from_database_error(error) from None
     if row is None:  # the guard stopped the call: cannot happen once auth_row exists
         raise unauthorized("invalid API key")
-    return CallResult(principal, row[0])
+    return CallResult(principal, row[0], connected_at, answered_at)

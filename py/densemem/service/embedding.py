@@ -24,6 +24,7 @@ import asyncio
 import importlib
 import logging
 import os
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol, runtime_checkable
@@ -88,6 +89,8 @@ class EmbeddingQueueFull(RuntimeError):
 
 
 BatchEmbed = Callable[[list[str]], Sequence[Sequence[float] | None]]
+# (wall seconds, CPU seconds of the calling thread, queries) of one model call.
+ModelObserver = Callable[[float, float, int], None]
 
 
 def batch_function(embedder: QueryEmbedder) -> BatchEmbed:
@@ -107,14 +110,25 @@ class QueryBatcher:
     once; with a single client every call holds exactly one query and starts at once.
     """
 
-    def __init__(self, embed_many: BatchEmbed, *, max_batch: int = 8, max_waiting: int = 1024) -> None:
+    def __init__(
+        self,
+        embed_many: BatchEmbed,
+        *,
+        max_batch: int = 8,
+        max_waiting: int = 1024,
+        observe: ModelObserver | None = None,
+    ) -> None:
         if max_batch < 1 or max_waiting < 1:
             raise ValueError("max_batch and max_waiting must be at least 1")
         self._embed_many = embed_many
+        self._observe = observe
         self.max_batch = max_batch
         self.max_waiting = max_waiting
         self._waiting: list[tuple[str, asyncio.Future[Sequence[float] | None]]] = []
         self._draining = False
+        # A caller's own thread holds the model for one query (claim_idle); 0 when nobody does.
+        self._claim = 0
+        self._claims = 0
         self.batch_sizes: list[int] = []  # the most recent batches, for tests and metrics
         self._task: asyncio.Task[None] | None = None
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="densemem-query-embed")
@@ -128,10 +142,48 @@ class QueryBatcher:
             raise EmbeddingQueueFull(f"{len(self._waiting)} queries are waiting for the embedding model")
         future: asyncio.Future[Sequence[float] | None] = asyncio.get_running_loop().create_future()
         self._waiting.append((text, future))
-        if not self._draining:
+        if not self._draining and not self._claim:
             self._draining = True
             self._task = asyncio.create_task(self._drain())
         return await future
+
+    # ------------------------------------------------------------ the idle model, in the caller's thread
+
+    def claim_idle(self) -> int:
+        """Event loop: take the model for ONE query embedded in the caller's own worker thread
+        (embed_claimed), when no model call runs and nobody waits; 0 when it is busy.
+
+        This lets a recall embed its query in the same thread that holds its database connection,
+        while the database checks the key (densemem.service.auth.call_as_key's `meanwhile`).
+        Queries arriving meanwhile wait in the queue and go together into the next batched call,
+        which starts as soon as the claimed call ends. Release with `release` (idempotent).
+        """
+        if self._draining or self._waiting or self._claim:
+            return 0
+        self._claims += 1
+        self._claim = self._claims
+        return self._claim
+
+    def embed_claimed(self, claim: int, text: str, loop: asyncio.AbstractEventLoop) -> Sequence[float] | None:
+        """Worker thread: the claimed model call; releases the claim on the event loop when done."""
+        try:
+            if claim != self._claim:
+                raise RuntimeError("the model is not claimed by this call")
+            vectors = self._timed_embed([text])
+            if len(vectors) != 1:
+                raise RuntimeError(f"{len(vectors)} vectors for 1 query")
+            return vectors[0]
+        finally:
+            loop.call_soon_threadsafe(self.release, claim)
+
+    def release(self, claim: int) -> None:
+        """Event loop: end `claim` (no-op when it already ended) and start the queued queries."""
+        if claim == 0 or claim != self._claim:
+            return
+        self._claim = 0
+        if self._waiting and not self._draining:
+            self._draining = True
+            self._task = asyncio.create_task(self._drain())
 
     async def _drain(self) -> None:
         try:
@@ -142,7 +194,7 @@ class QueryBatcher:
                 try:
                     texts = [text for text, _ in batch]
                     vectors = await asyncio.get_running_loop().run_in_executor(
-                        self._thread, self._embed_many, texts
+                        self._thread, self._timed_embed, texts
                     )
                     if len(vectors) != len(batch):
                         raise RuntimeError(f"{len(vectors)} vectors for {len(batch)} queries")
@@ -159,18 +211,31 @@ class QueryBatcher:
         finally:
             self._draining = False
 
+    def _timed_embed(self, texts: list[str]) -> Sequence[Sequence[float] | None]:
+        """The model call, in the batcher's thread, with its wall and CPU time reported."""
+        if self._observe is None:
+            return self._embed_many(texts)
+        wall, cpu = time.perf_counter(), time.thread_time()
+        try:
+            return self._embed_many(texts)
+        finally:
+            self._observe(time.perf_counter() - wall, time.thread_time() - cpu, len(texts))
+
     def close(self) -> None:
         """Stop the model thread (after the call in progress, if any)."""
         self._thread.shutdown(wait=False, cancel_futures=True)
 
 
-def query_batcher(embedder: QueryEmbedder, environ: Any = None) -> QueryBatcher:
+def query_batcher(
+    embedder: QueryEmbedder, environ: Any = None, *, observe: ModelObserver | None = None
+) -> QueryBatcher:
     """A QueryBatcher over `embedder`, sized by DENSEMEM_QUERY_BATCH_SIZE and DENSEMEM_QUERY_QUEUE_MAX."""
     env = os.environ if environ is None else environ
     return QueryBatcher(
         batch_function(embedder),
         max_batch=int(env.get("DENSEMEM_QUERY_BATCH_SIZE", "8")),
         max_waiting=int(env.get("DENSEMEM_QUERY_QUEUE_MAX", "1024")),
+        observe=observe,
     )
 
 

@@ -27,6 +27,22 @@ LATENCY_BUCKETS: tuple[float, ...] = (
     10.0,
 )
 
+# The phases of one request are fractions of a millisecond to tens of milliseconds.
+PHASE_BUCKETS: tuple[float, ...] = (
+    0.0001,
+    0.0002,
+    0.0005,
+    0.001,
+    0.002,
+    0.005,
+    0.01,
+    0.02,
+    0.05,
+    0.1,
+    0.5,
+    2.5,
+)
+
 Labels = tuple[tuple[str, str], ...]
 
 
@@ -87,6 +103,10 @@ class Histogram:
         with self._lock:
             return sum(self._counts.get(labels, []))
 
+    def total(self, labels: Labels = ()) -> float:
+        with self._lock:
+            return self._sums.get(labels, 0.0)
+
     def render(self) -> list[str]:
         lines = [f"# HELP {self.name} {self.help_text}", f"# TYPE {self.name} histogram"]
         with self._lock:
@@ -107,6 +127,10 @@ def gauge_lines(name: str, help_text: str, samples: Iterable[tuple[Labels, float
     return lines
 
 
+MODEL_WALL: Labels = (("clock", "wall"),)
+MODEL_CPU: Labels = (("clock", "cpu"),)
+
+
 class ServiceMetrics:
     """Everything the service counts itself."""
 
@@ -118,14 +142,55 @@ class ServiceMetrics:
         self.embedding_latency = Histogram(
             "densemem_query_embedding_duration_seconds", "Time to embed one recall query, in seconds."
         )
+        self.recall_phases = Histogram(
+            "densemem_recall_phase_seconds",
+            "Where a recall's time goes, per phase, in seconds (wall clock on the server): parse (key "
+            "header, body read, validation), authenticate (the extra key check of a key not seen "
+            "recently), embed (waiting for and running the query embedding), pool (waiting for a "
+            "database connection, including the hand-off to the worker thread), round_trip (the one "
+            "pipelined transaction: role, key, recall), handoff (returning the connection and back "
+            "to the event loop), respond (building the answer). The rest of "
+            "densemem_http_request_duration_seconds is middleware and sending the answer.",
+            PHASE_BUCKETS,
+        )
+        self.embedding_model = Histogram(
+            "densemem_query_embedding_model_seconds",
+            "One model call of the query embedder (a batch of concurrent queries), in seconds: "
+            'clock="wall" and clock="cpu" (CPU time of the calling thread, including the '
+            "onnxruntime work it runs itself).",
+            PHASE_BUCKETS,
+        )
+        self.embedding_model_queries = Counter(
+            "densemem_query_embedding_model_queries_total", "Queries embedded by the model calls."
+        )
+        self.overlapped = Counter(
+            "densemem_recall_overlapped_total",
+            "Recalls whose query was embedded in their database thread while the key was checked "
+            "(the model was idle; the others queue for a batched model call).",
+        )
         self.degraded = Counter(
             "densemem_degraded_total",
             "Requests the service answered with a degraded branch (query_embedding: the provider failed, "
             "the query vector was passed as NULL and the ranking profile decided).",
         )
 
+    def observe_model(self, wall_seconds: float, cpu_seconds: float, queries: int) -> None:
+        """One model call of the query batcher (densemem.service.embedding.QueryBatcher)."""
+        self.embedding_model.observe(wall_seconds, MODEL_WALL)
+        self.embedding_model.observe(cpu_seconds, MODEL_CPU)
+        self.embedding_model_queries.inc((), float(queries))
+
     def render(self) -> list[str]:
         lines: list[str] = []
-        for metric in (self.requests, self.latency, self.embedding_latency, self.degraded):
+        for metric in (
+            self.requests,
+            self.latency,
+            self.embedding_latency,
+            self.recall_phases,
+            self.embedding_model,
+            self.embedding_model_queries,
+            self.overlapped,
+            self.degraded,
+        ):
             lines.extend(metric.render())
         return lines

@@ -9,12 +9,13 @@ byte-identical JSON.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -28,7 +29,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from densemem.service import models
-from densemem.service.auth import bearer_key, call_as_key, team_of_key
+from densemem.service.auth import CallResult, bearer_key, call_as_key, team_of_key
 from densemem.service.embedding import QueryBatcher, QueryEmbedder, query_batcher, vector_literal
 from densemem.service.errors import ApiError, not_found
 from densemem.service.metrics import ServiceMetrics
@@ -64,10 +65,13 @@ class ServiceState:
     recent_teams: OrderedDict[uuid.UUID, float] = field(default_factory=OrderedDict)
     # Concurrent query embeddings share model calls (densemem.service.embedding.QueryBatcher).
     batcher: QueryBatcher | None = None
+    # A recall that finds the model idle embeds in its database thread while the key is checked
+    # (DENSEMEM_OVERLAP_EMBEDDING, default on; see _recall_overlapped).
+    overlap_embedding: bool = True
 
     def query_batcher(self) -> QueryBatcher:
         if self.batcher is None:
-            self.batcher = query_batcher(self.embedder)
+            self.batcher = query_batcher(self.embedder, observe=self.metrics.observe_model)
         return self.batcher
 
     def remember(self, api_key: str, team_id: uuid.UUID) -> None:
@@ -153,14 +157,15 @@ def json_response(text: str | None, status: int = 200, background: BackgroundTas
     )
 
 
-async def run(
+async def call(
     request: Request,
     statement: str,
     params: dict[str, Any],
     *,
     operator: bool = False,
     api_key: str | None = None,
-) -> Any:
+    meanwhile: Callable[[], dict[str, Any]] | None = None,
+) -> CallResult:
     state = state_of(request)
     key = api_key if api_key is not None else bearer_key(request.headers.get("authorization"))
     result = await run_in_threadpool(
@@ -172,9 +177,21 @@ async def run(
         statement_timeout_ms=state.config.statement_timeout_ms,
         operator=operator,
         connection_timeout_s=state.config.pool_timeout_s,
+        meanwhile=meanwhile,
     )
     state.remember(key, result.principal.team_id)
-    return result.value
+    return result
+
+
+async def run(
+    request: Request,
+    statement: str,
+    params: dict[str, Any],
+    *,
+    operator: bool = False,
+    api_key: str | None = None,
+) -> Any:
+    return (await call(request, statement, params, operator=operator, api_key=api_key)).value
 
 
 async def authenticate_only(request: Request, api_key: str) -> None:
@@ -190,6 +207,11 @@ async def embed(request: Request, query: str) -> str | None:
         vector = await state.query_batcher().embed(query)
     except Exception:  # the provider is down: the ranking profile decides
         vector = None
+    return embedded(state, vector, started)
+
+
+def embedded(state: ServiceState, vector: Sequence[float] | None, started: float) -> str | None:
+    """Count one query embedding (latency; a missing vector is a degraded branch); its SQL text."""
     state.metrics.embedding_latency.observe(time.perf_counter() - started)
     if vector is None:
         state.metrics.degraded.inc((("branch", "query_embedding"),))
@@ -240,13 +262,83 @@ def recall_params(body: models.RecallRequest, embedding: str | None) -> dict[str
 async def _recall(
     request: Request, model: type[models.RecallRequest], statement: str, operator: bool
 ) -> Response:
+    state = state_of(request)
+    phases = state.metrics.recall_phases
+    began = time.perf_counter()
     key = require_key(request)
     body = await parse_body(request, model)
-    if not state_of(request).recently_valid(key):
+    parsed = time.perf_counter()
+    phases.observe(parsed - began, PHASE_PARSE)
+    if not state.recently_valid(key):
         await authenticate_only(request, key)
+        phases.observe(time.perf_counter() - parsed, PHASE_AUTHENTICATE)
+    elif state.overlap_embedding:
+        batcher = state.query_batcher()
+        claim = batcher.claim_idle()
+        if claim:
+            try:
+                return await _recall_overlapped(request, body, statement, operator, key, claim)
+            finally:
+                batcher.release(claim)
+    embed_began = time.perf_counter()
     embedding = await embed(request, body.query)
     params = recall_params(body, embedding)
-    return json_response(await run(request, statement, params, operator=operator, api_key=key))
+    sent = time.perf_counter()
+    phases.observe(sent - embed_began, PHASE_EMBED)
+    result = await call(request, statement, params, operator=operator, api_key=key)
+    back = time.perf_counter()
+    phases.observe(result.connected_at - sent, PHASE_POOL)
+    phases.observe(result.answered_at - result.connected_at, PHASE_ROUND_TRIP)
+    phases.observe(back - result.answered_at, PHASE_HANDOFF)
+    response = json_response(result.value)
+    phases.observe(time.perf_counter() - back, PHASE_RESPOND)
+    return response
+
+
+async def _recall_overlapped(
+    request: Request, body: models.RecallRequest, statement: str, operator: bool, key: str, claim: int
+) -> Response:
+    """The recall of a key seen valid recently while the model is idle: ONE worker thread takes a
+    connection, sends the role switch and the key check, embeds the query while the server runs
+    them, then sends the recall and the pipeline's one Sync (densemem.service.auth.call_as_key's
+    `meanwhile`). One thread hand-off instead of two, and the key check and the pool wait no
+    longer add to the embedding. Still one transaction and one round trip."""
+    state = state_of(request)
+    phases = state.metrics.recall_phases
+    batcher = state.query_batcher()
+    loop = asyncio.get_running_loop()
+    model_seconds = [0.0]
+
+    def embed_meanwhile() -> dict[str, Any]:
+        started = time.perf_counter()
+        try:
+            vector = batcher.embed_claimed(claim, body.query, loop)
+        except Exception:  # the provider is down: the ranking profile decides
+            vector = None
+        model_seconds[0] = time.perf_counter() - started
+        return {"embedding": embedded(state, vector, started)}
+
+    sent = time.perf_counter()
+    params = recall_params(body, None)
+    result = await call(request, statement, params, operator=operator, api_key=key, meanwhile=embed_meanwhile)
+    back = time.perf_counter()
+    state.metrics.overlapped.inc()
+    phases.observe(result.connected_at - sent, PHASE_POOL)
+    phases.observe(model_seconds[0], PHASE_EMBED)
+    phases.observe(result.answered_at - result.connected_at - model_seconds[0], PHASE_ROUND_TRIP)
+    phases.observe(back - result.answered_at, PHASE_HANDOFF)
+    response = json_response(result.value)
+    phases.observe(time.perf_counter() - back, PHASE_RESPOND)
+    return response
+
+
+PHASE_PARSE = (("phase", "parse"),)
+PHASE_AUTHENTICATE = (("phase", "authenticate"),)
+PHASE_EMBED = (("phase", "embed"),)
+PHASE_POOL = (("phase", "pool"),)
+PHASE_ROUND_TRIP = (("phase", "round_trip"),)
+PHASE_HANDOFF = (("phase", "handoff"),)
+PHASE_RESPOND = (("phase", "respond"),)
 
 
 async def recall(request: Request) -> Response:

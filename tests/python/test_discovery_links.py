@@ -1,0 +1,214 @@
+"""evidence_entity_links (migration 0038) stays equal to what it is derived from.
+
+The table is what proximity and discovery's evidence seeds read instead of
+relationship_evidence joined to relationships. After every kind of write
+(assert, verification, supersede, retract, erasure, a span-only update, a
+direct bulk insert in replica mode, a delete) it must hold exactly the
+accepted links whose relationship is active and validated_claim or fact, with
+that relationship's endpoints, owner and recorded end: the oracle below
+recomputes that from the authoritative tables. The service role sees only its
+own team's links.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import psycopg
+
+from densemem.store import write
+from densemem.store.session import Principal, acting_as
+
+ORACLE = """
+SELECT re.team_id, re.evidence_id, re.relationship_id, r.subject_entity_id, r.object_entity_id,
+       r.owner_profile_id, r.known_to
+FROM dm_private.relationship_evidence AS re
+JOIN dm_private.relationships AS r ON r.team_id = re.team_id AND r.relationship_id = re.relationship_id
+WHERE re.accepted AND r.status = 'active' AND r.tier IN ('validated_claim', 'fact')
+ORDER BY 1, 2, 3
+"""
+TABLE = """
+SELECT team_id, evidence_id, relationship_id, subject_entity_id, object_entity_id, owner_profile_id, known_to
+FROM dm_private.evidence_entity_links ORDER BY 1, 2, 3
+"""
+
+
+def _team(
+    conn: psycopg.Connection[Any], name: str, profiles: list[str]
+) -> tuple[uuid.UUID, dict[str, uuid.UUID]]:
+    row = conn.execute("SELECT dm.ensure_team(%s)", (name,)).fetchone()
+    assert row is not None
+    team_id: uuid.UUID = row[0]
+    ids: dict[str, uuid.UUID] = {}
+    for profile in profiles:
+        got = conn.execute("SELECT dm.ensure_profile(%s, %s)", (team_id, profile)).fetchone()
+        assert got is not None
+        ids[profile] = got[0]
+    return team_id, ids
+
+
+def _check(conn: psycopg.Connection[Any], expected_count: int) -> None:
+    oracle = conn.execute(ORACLE).fetchall()
+    assert conn.execute(TABLE).fetchall() == oracle
+    assert len(oracle) == expected_count
+
+
+def test_links_follow_every_write(admin_conn: psycopg.Connection[Any]) -> None:
+    team, who = _team(admin_conn, "links team", ["alice", "carol"])
+    other, other_who = _team(admin_conn, "links other team", ["eve"])
+
+    def as_(profile: uuid.UUID, team_id: uuid.UUID = team) -> Any:
+        return acting_as(admin_conn, Principal(team_id, profile))
+
+    with as_(who["alice"]) as cur:
+        e1, e2, e3 = write.ingest_evidence(
+            cur,
+            team_id=team,
+            items=[
+                {"text": "Mark works on Dense-Mem.", "source": {"external_id": "a", "kind": "chat"}},
+                {"text": "Mark uses Redis.", "source": {"external_id": "b", "kind": "chat"}},
+                {"text": "Mark lives in Berlin.", "source": {"external_id": "c", "kind": "chat"}},
+            ],
+        )
+        mark, dense, redis = write.upsert_entities(
+            cur, team_id=team, items=[{"name": "Mark"}, {"name": "Dense-Mem"}, {"name": "Redis"}]
+        )
+        r1 = write.assert_relationship(
+            cur,
+            team_id=team,
+            relationship={
+                "subject_entity_id": mark,
+                "predicate": "works_on",
+                "object_entity_id": dense,
+                "evidence_ids": [e1, e2],
+            },
+        )
+        r2 = write.assert_relationship(
+            cur,
+            team_id=team,
+            relationship={
+                "subject_entity_id": mark,
+                "predicate": "uses",
+                "object_entity_id": redis,
+                "evidence_ids": [{"evidence_id": e2, "span_start": 5, "span_end": 9}],
+            },
+        )
+        r3 = write.assert_relationship(
+            cur,
+            team_id=team,
+            relationship={
+                "subject_entity_id": mark,
+                "predicate": "lives_in",
+                "object_value": "Berlin",
+                "evidence_ids": [e3],
+            },
+        )
+    # Candidates (pending_evidence) are not eligible: no link yet.
+    _check(admin_conn, 0)
+
+    with as_(who["carol"]) as cur:
+        write.record_verification(cur, team_id=team, relationship_id=r1, decision="validated_claim")
+        write.record_verification(cur, team_id=team, relationship_id=r2, decision="fact")
+        write.record_verification(cur, team_id=team, relationship_id=r3, decision="validated_claim")
+    _check(admin_conn, 4)  # r1 by e1 and e2, r2 by e2, r3 (literal object) by e3
+    literal = admin_conn.execute(
+        "SELECT object_entity_id FROM dm_private.evidence_entity_links WHERE relationship_id = %s", (r3,)
+    ).fetchone()
+    assert literal == (None,)
+
+    # The other team's links exist, and the service role of this team never sees them.
+    with as_(other_who["eve"], other) as cur:
+        (eo,) = write.ingest_evidence(
+            cur,
+            team_id=other,
+            items=[{"text": "Eve uses Redis.", "source": {"external_id": "x", "kind": "chat"}}],
+        )
+        o_eve, o_redis = write.upsert_entities(cur, team_id=other, items=[{"name": "Eve"}, {"name": "Redis"}])
+        ro = write.assert_relationship(
+            cur,
+            team_id=other,
+            relationship={
+                "subject_entity_id": o_eve,
+                "predicate": "uses",
+                "object_entity_id": o_redis,
+                "evidence_ids": [eo],
+            },
+        )
+        write.record_verification(cur, team_id=other, relationship_id=ro, decision="fact")
+    _check(admin_conn, 5)
+    with as_(who["alice"]) as cur:
+        seen = cur.execute("SELECT DISTINCT team_id FROM dm_private.evidence_entity_links").fetchall()
+        assert [row["team_id"] for row in seen] == [team]
+        hidden = cur.execute(
+            "SELECT count(*) AS n FROM dm_private.evidence_entity_links WHERE relationship_id = %s", (ro,)
+        ).fetchone()
+        assert hidden is not None and hidden["n"] == 0
+
+    # Lifecycle: retract r2 (its link leaves), supersede r1 by a new relationship.
+    with as_(who["alice"]) as cur:
+        write.move_relationship(cur, team_id=team, relationship_id=r2, move="retract", reason="wrong")
+    _check(admin_conn, 4)
+    with as_(who["alice"]) as cur:
+        r4 = write.assert_relationship(
+            cur,
+            team_id=team,
+            relationship={
+                "subject_entity_id": mark,
+                "predicate": "works_on",
+                "object_entity_id": redis,
+                "evidence_ids": [e2],
+            },
+        )
+    with as_(who["carol"]) as cur:
+        write.record_verification(cur, team_id=team, relationship_id=r4, decision="fact")
+    with as_(who["alice"]) as cur:
+        write.move_relationship(
+            cur,
+            team_id=team,
+            relationship_id=r1,
+            move="supersede",
+            reason="fix",
+            replacement_relationship_id=r4,
+        )
+    _check(admin_conn, 3)  # r3 by e3, r4 by e2, eve's
+
+    # Erasure: spans go (no change to links); r3 loses its only support and
+    # leaves discovery (pending_evidence), so its link goes too.
+    with as_(who["alice"]) as cur:
+        write.erase_evidence(cur, team_id=team, evidence_id=e3, reason="gdpr")
+    _check(admin_conn, 2)
+
+    # A changed recorded end is copied.
+    admin_conn.execute(
+        "UPDATE dm_private.relationships SET known_to = known_from + interval '1 day' "
+        "WHERE relationship_id = %s",
+        (r4,),
+    )
+    _check(admin_conn, 2)
+    # An unaccepted link leaves, an accepted one comes back.
+    admin_conn.execute(
+        "UPDATE dm_private.relationship_evidence SET accepted = false WHERE relationship_id = %s", (r4,)
+    )
+    _check(admin_conn, 1)
+    admin_conn.execute(
+        "UPDATE dm_private.relationship_evidence SET accepted = true WHERE relationship_id = %s", (r4,)
+    )
+    _check(admin_conn, 2)
+
+    # A bulk loader in replica mode (user triggers off) still keeps the links.
+    admin_conn.execute("SET session_replication_role = replica")
+    try:
+        admin_conn.execute(
+            "INSERT INTO dm_private.relationship_evidence (team_id, relationship_id, evidence_id) "
+            "VALUES (%s, %s, %s)",
+            (team, r4, e1),
+        )
+        _check(admin_conn, 3)
+        admin_conn.execute(
+            "DELETE FROM dm_private.relationship_evidence WHERE relationship_id = %s AND evidence_id = %s",
+            (r4, e1),
+        )
+        _check(admin_conn, 2)
+    finally:
+        admin_conn.execute("SET session_replication_role = origin")
