@@ -399,8 +399,7 @@ BEGIN
         -- that group: a turn is searched as the exchange it closes. Evidence
         -- without a source group or sequence number is scored alone.
         followers AS (
-            SELECT DISTINCT ON (f.document_id) f.document_id, f.subject_id, f.search_vector, f.source_group,
-                   f.sequence_number
+            SELECT f.document_id, f.subject_id, f.search_vector, f.source_group, f.sequence_number
             FROM own_matched AS m
             CROSS JOIN LATERAL (
                 SELECT d.document_id, d.subject_id, d.search_vector, d.source_group, d.sequence_number
@@ -428,7 +427,21 @@ BEGIN
             ) AS f
             WHERE context_radius > 0
               AND m.source_group IS NOT NULL AND m.sequence_number IS NOT NULL
-              AND NOT EXISTS (SELECT 1 FROM own_matched AS o WHERE o.document_id = f.document_id)
+        ),
+        -- each document once: a follower that also matched (or follows two
+        -- matches) is the same row; one sort, not an anti-join per follower
+        -- (a generic plan joins the CTEs by nested loop); without context
+        -- the matches as they are
+        candidate_rows AS (
+            SELECT DISTINCT ON (u.document_id) u.document_id, u.subject_id, u.search_vector, u.source_group,
+                   u.sequence_number
+            FROM (SELECT o.document_id, o.subject_id, o.search_vector, o.source_group, o.sequence_number
+                  FROM own_matched AS o
+                  UNION ALL
+                  SELECT f.document_id, f.subject_id, f.search_vector, f.source_group, f.sequence_number
+                  FROM followers AS f) AS u
+            WHERE context_radius > 0
+            ORDER BY u.document_id
         ),
         matched AS (
             SELECT c.document_id, c.subject_id,
@@ -438,9 +451,10 @@ BEGIN
                        ELSE c.search_vector END AS search_vector
             FROM (SELECT o.document_id, o.subject_id, o.search_vector, o.source_group, o.sequence_number
                   FROM own_matched AS o
+                  WHERE context_radius = 0
                   UNION ALL
-                  SELECT f.document_id, f.subject_id, f.search_vector, f.source_group, f.sequence_number
-                  FROM followers AS f) AS c
+                  SELECT r.document_id, r.subject_id, r.search_vector, r.source_group, r.sequence_number
+                  FROM candidate_rows AS r) AS c
             LEFT JOIN LATERAL (
                 -- the nearest recallable predecessors the caller may see
                 SELECT ARRAY(SELECT x.search_vector FROM dm_private.search_documents AS x
