@@ -23,7 +23,7 @@
 -- docs/EVALUATION.md (tuning log, session 4): LoCoMo recall@10 .771 -> .813
 -- (+.041 [+.027, +.056]).
 -- Numbered in the evaluation range: a new default must run after 0029,
--- which the free recall-core numbers (0025, 0027) would not.
+-- which the free recall-core number (0027) would not on a fresh database.
 -- Global configuration: written by the migrating superuser; v8 stays as
 -- history.
 
