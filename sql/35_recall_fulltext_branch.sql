@@ -120,6 +120,8 @@ DECLARE
     k1 double precision := COALESCE((settings #>> '{fulltext,bm25_k1}')::double precision, 1.2);
     b double precision := COALESCE((settings #>> '{fulltext,bm25_b}')::double precision, 0.75);
     use_or boolean := COALESCE((settings #>> '{fulltext,or_terms}')::boolean, true);
+    -- 0 (off) .. 2: see the followers CTE below
+    context_radius integer := LEAST(GREATEST(COALESCE((settings #>> '{fulltext,context_radius}')::integer, 0), 0), 2);
     all_q tsquery;
     query_lexemes integer;
     scan_q tsquery;
@@ -265,7 +267,7 @@ BEGIN
         -- every team. No LIMIT can cut (the team holds at most budget
         -- eligible documents), so both ways give the same rows.
         WITH team_pass AS MATERIALIZED (
-            SELECT d.document_id, d.subject_id, d.search_vector
+            SELECT d.document_id, d.subject_id, d.search_vector, d.source_group, d.sequence_number
             FROM dm_private.search_documents AS d
             WHERE small_team
               AND d.team_id = team
@@ -291,7 +293,7 @@ BEGIN
             LIMIT budget
         ),
         any_pass AS MATERIALIZED (
-            SELECT d.document_id, d.subject_id, d.search_vector
+            SELECT d.document_id, d.subject_id, d.search_vector, d.source_group, d.sequence_number
             FROM dm_private.search_documents AS d
             WHERE scan_q IS NOT NULL
               AND NOT small_team
@@ -324,7 +326,7 @@ BEGIN
         ),
         all_pass AS MATERIALIZED (
             -- the keyed way (all_keys: every lexeme of all_q is required)
-            (SELECT d.document_id, d.subject_id, d.search_vector
+            (SELECT d.document_id, d.subject_id, d.search_vector, d.source_group, d.sequence_number
             FROM dm_private.search_documents AS d
             WHERE all_pass_needed
               AND NOT small_team
@@ -351,7 +353,7 @@ BEGIN
             LIMIT budget)
             UNION ALL
             -- any other all_q (or, exclusions): the (team_id, search_vector) index
-            (SELECT d.document_id, d.subject_id, d.search_vector
+            (SELECT d.document_id, d.subject_id, d.search_vector, d.source_group, d.sequence_number
             FROM dm_private.search_documents AS d
             WHERE all_pass_needed
               AND NOT small_team
@@ -376,17 +378,97 @@ BEGIN
               AND d.subject_id <> ALL (known_ids)
             LIMIT budget)
         ),
-        matched AS (
-            SELECT b.document_id, b.subject_id, b.search_vector FROM all_pass AS b
+        own_matched AS MATERIALIZED (
+            SELECT b.document_id, b.subject_id, b.search_vector, b.source_group, b.sequence_number FROM all_pass AS b
             UNION ALL
-            SELECT a.document_id, a.subject_id, a.search_vector FROM any_pass AS a
+            SELECT a.document_id, a.subject_id, a.search_vector, a.source_group, a.sequence_number FROM any_pass AS a
             WHERE NOT EXISTS (SELECT 1 FROM all_pass AS b WHERE b.document_id = a.document_id)
             UNION ALL
             -- the small team's documents matching either pass (no LIMIT cut
             -- either pass, so this is the same set)
-            SELECT t.document_id, t.subject_id, t.search_vector FROM team_pass AS t
+            SELECT t.document_id, t.subject_id, t.search_vector, t.source_group, t.sequence_number FROM team_pass AS t
             WHERE (all_pass_needed AND t.search_vector @@ all_q)
                OR (scan_q IS NOT NULL AND t.search_vector @@ scan_q)
+        ),
+        -- Exchange context (fulltext.context_radius > 0, at most 2): the
+        -- eligible documents written up to context_radius sequence numbers
+        -- after a match in its source group (the reply to a matching turn)
+        -- are candidates too, and every candidate with a source group is
+        -- scored on its own tsvector concatenated with those of the
+        -- recallable documents written up to context_radius before it in
+        -- that group: a turn is searched as the exchange it closes. Evidence
+        -- without a source group or sequence number is scored alone.
+        followers AS (
+            SELECT f.document_id, f.subject_id, f.search_vector, f.source_group, f.sequence_number
+            FROM own_matched AS m
+            CROSS JOIN LATERAL (
+                SELECT d.document_id, d.subject_id, d.search_vector, d.source_group, d.sequence_number
+                FROM dm_private.search_documents AS d
+                WHERE d.team_id = team
+                  AND d.sequence_number > m.sequence_number
+                  AND d.sequence_number <= m.sequence_number + context_radius
+                  AND d.source_group = m.source_group
+                  AND d.subject_kind = 'evidence'
+                  AND d.is_recallable
+                  AND d.owner_profile_id <> ALL (disabled)
+                  AND (d.valid_from IS NULL OR d.valid_from <= valid_at)
+                  AND (d.valid_to IS NULL OR d.valid_to > valid_at)
+                  AND (d.known_from IS NULL OR d.known_from <= known_at)
+                  AND (d.known_to IS NULL OR d.known_to > known_at)
+                  AND d.policy_labels <@ scopes
+                  AND (source_groups IS NULL OR d.source_group = ANY (source_groups))
+                  AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
+                  AND (created_after IS NULL OR d.source_created_at >= created_after)
+                  AND (created_before IS NULL OR d.source_created_at < created_before)
+                  AND (NOT has_window OR (d.source_created_at IS NOT NULL
+                                          AND (window_from IS NULL OR d.source_created_at >= window_from)
+                                          AND (window_to IS NULL OR d.source_created_at <= window_to)))
+                  AND d.subject_id <> ALL (known_ids)
+            ) AS f
+            WHERE context_radius > 0
+              AND m.source_group IS NOT NULL AND m.sequence_number IS NOT NULL
+        ),
+        -- each document once: a follower that also matched (or follows two
+        -- matches) is the same row; one sort, not an anti-join per follower
+        -- (a generic plan joins the CTEs by nested loop); without context
+        -- the matches as they are
+        candidate_rows AS (
+            SELECT DISTINCT ON (u.document_id) u.document_id, u.subject_id, u.search_vector, u.source_group,
+                   u.sequence_number
+            FROM (SELECT o.document_id, o.subject_id, o.search_vector, o.source_group, o.sequence_number
+                  FROM own_matched AS o
+                  UNION ALL
+                  SELECT f.document_id, f.subject_id, f.search_vector, f.source_group, f.sequence_number
+                  FROM followers AS f) AS u
+            WHERE context_radius > 0
+            ORDER BY u.document_id
+        ),
+        matched AS (
+            SELECT c.document_id, c.subject_id,
+                   CASE pg_catalog.cardinality(p.vs)
+                       WHEN 1 THEN c.search_vector OPERATOR(pg_catalog.||) p.vs[1]
+                       WHEN 2 THEN c.search_vector OPERATOR(pg_catalog.||) p.vs[1] OPERATOR(pg_catalog.||) p.vs[2]
+                       ELSE c.search_vector END AS search_vector
+            FROM (SELECT o.document_id, o.subject_id, o.search_vector, o.source_group, o.sequence_number
+                  FROM own_matched AS o
+                  WHERE context_radius = 0
+                  UNION ALL
+                  SELECT r.document_id, r.subject_id, r.search_vector, r.source_group, r.sequence_number
+                  FROM candidate_rows AS r) AS c
+            LEFT JOIN LATERAL (
+                -- the nearest recallable predecessors the caller may see
+                SELECT ARRAY(SELECT x.search_vector FROM dm_private.search_documents AS x
+                             WHERE x.team_id = team
+                               AND x.sequence_number >= c.sequence_number - context_radius
+                               AND x.sequence_number < c.sequence_number
+                               AND x.source_group = c.source_group
+                               AND x.subject_kind = 'evidence'
+                               AND x.is_recallable
+                               AND x.policy_labels <@ scopes
+                             ORDER BY x.sequence_number DESC
+                             LIMIT 2) AS vs
+                WHERE context_radius > 0 AND c.source_group IS NOT NULL AND c.sequence_number IS NOT NULL
+            ) AS p ON true
         ),
         term_frequencies AS (
             -- ts_rank of a one-lexeme query with unit weights is

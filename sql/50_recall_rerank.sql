@@ -4,9 +4,11 @@
 -- Every signal is normalised to [0, 1] before weighting:
 --   relevance   fusion relevance mixed with the phrase signal (share of the
 --               request's phrases the text contains) and the exact-term
---               signal (the text matches every query term), by
---               relevance_mix; a part with nothing to measure drops out of
---               the mix;
+--               signal (the text matches every query term) and the content
+--               signal (how much the text says: its distinct lexemes over
+--               relevance_mix.content_pivot, at most 1; off unless
+--               relevance_mix.content > 0), by relevance_mix; a part with
+--               nothing to measure drops out of the mix;
 --   recency     exp(-age / half_life) per memory type (no half-life: 1);
 --               age is request.now minus created_at in days, or, for a
 --               record without created_at, its sequence distance from the
@@ -62,6 +64,8 @@ DECLARE
     mix_fusion double precision := COALESCE((settings #>> '{relevance_mix,fusion}')::double precision, 1.0);
     mix_phrase double precision := COALESCE((settings #>> '{relevance_mix,phrase}')::double precision, 0.0);
     mix_exact double precision := COALESCE((settings #>> '{relevance_mix,exact_terms}')::double precision, 0.0);
+    mix_content double precision := COALESCE((settings #>> '{relevance_mix,content}')::double precision, 0.0);
+    content_pivot double precision := GREATEST(COALESCE((settings #>> '{relevance_mix,content_pivot}')::double precision, 20), 1);
     prior_used double precision := COALESCE((settings #>> '{frequency_prior,used}')::double precision, 1);
     prior_retrieved double precision := COALESCE((settings #>> '{frequency_prior,retrieved}')::double precision, 2);
     half_lives jsonb := COALESCE(settings -> 'half_life_days', '{}'::jsonb);
@@ -94,7 +98,8 @@ BEGIN
     END IF;
     IF pg_catalog.cardinality(phrases) = 0 THEN mix_phrase := 0; END IF;
     IF all_q IS NULL THEN mix_exact := 0; END IF;
-    IF mix_fusion + mix_phrase + mix_exact <= 0 THEN mix_fusion := 1; END IF;
+    IF mix_content < 0 THEN mix_content := 0; END IF;
+    IF mix_fusion + mix_phrase + mix_exact + mix_content <= 0 THEN mix_fusion := 1; END IF;
     IF with_context THEN
         -- as recall_run gated sql/52: the stage runs only for a weight above
         -- 0, and refuses one above 1
@@ -134,6 +139,8 @@ BEGIN
                         WHERE pg_catalog.strpos(pg_catalog.lower(d.body), p.phrase) > 0)::double precision
                        / pg_catalog.cardinality(phrases) END AS phrase,
                    CASE WHEN all_q IS NOT NULL AND d.search_vector @@ all_q THEN 1 ELSE 0 END AS exact_terms,
+                   CASE WHEN mix_content > 0
+                        THEN LEAST(1.0, pg_catalog.length(d.search_vector) / content_pivot) ELSE 0 END AS content,
                    pg_catalog.octet_length(d.body) AS body_bytes,
                    pg_catalog.md5(d.body) AS body_key
             FROM pg_catalog.unnest(fused) AS f
@@ -186,8 +193,9 @@ BEGIN
                    a.source_group, a.sequence_number,
                    (mix_fusion * COALESCE(a.fused_relevance, 0)
                     + mix_phrase * a.phrase
-                    + mix_exact * a.exact_terms)
-                   / (mix_fusion + mix_phrase + mix_exact) AS relevance,
+                    + mix_exact * a.exact_terms
+                    + mix_content * a.content)
+                   / (mix_fusion + mix_phrase + mix_exact + mix_content) AS relevance,
                    CASE
                        WHEN a.half_life IS NULL THEN 1.0
                        WHEN a.source_created_at IS NOT NULL THEN

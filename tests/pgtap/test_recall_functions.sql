@@ -46,7 +46,7 @@ SELECT ok(
     'planner settings are attached to the vector function, not SET LOCAL');
 
 -- the ranking profile and the search-index profile
-SELECT is((SELECT version FROM dm_private.ranking_profiles WHERE is_default), 8, 'default ranking profile is v8');
+SELECT is((SELECT version FROM dm_private.ranking_profiles WHERE is_default), 9, 'default ranking profile is v9');
 SELECT is((SELECT settings #>> '{fusion,method}' FROM dm_private.ranking_profiles WHERE is_default), 'rrf',
           'the default profile fuses by RRF');
 SELECT is((SELECT count(*)::integer FROM dm_private.search_index_profiles WHERE is_active), 1,

@@ -153,7 +153,10 @@ def test_recall_memory_applies_the_stage_only_when_the_profile_enables_it(
     for name, weight in (("context_probe", 0.5), ("context_off", 0)):
         admin_conn.execute(
             "INSERT INTO dm_private.ranking_profiles (name, version, is_default, settings, description) "
-            "SELECT %s, 1, false, jsonb_set(settings, '{context}', jsonb_build_object('weight', %s::float8)),"
+            # without the full-text branch's exchange context (default v9), which finds the reply
+            # on its own: this test is about the lift alone
+            "SELECT %s, 1, false, jsonb_set(settings #- '{fulltext,context_radius}', '{context}',"
+            " jsonb_build_object('weight', %s::float8)),"
             " 'test' FROM dm_private.ranking_profiles WHERE is_default",
             (name, weight),
         )
