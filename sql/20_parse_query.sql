@@ -1371,6 +1371,7 @@ DECLARE
     anchors jsonb := '[]'::jsonb;
     masked text := prepared;
     anchored jsonb;
+    names jsonb;
     phrases jsonb := '[]'::jsonb;
     terms text [] := '{}'::text [];
     raw text;
@@ -1472,12 +1473,16 @@ BEGIN
     -- reads a table under row-level security is re-planned whenever the
     -- role changes, and checking here as the caller too made every parse
     -- plan that query twice.
+    -- The team's part first (its check raises before any answer is built),
+    -- then one object of six keys (no concatenation of two objects).
+    names := dm_private.match_query_names(parse_query.team_id, grams, fuzzy);
     RETURN pg_catalog.jsonb_build_object(
         'anchors', anchors,
         'phrases', phrases,
         'terms', pg_catalog.to_jsonb(terms),
-        'time', dm_private.parse_time(prepared, COALESCE(parse_query.now, pg_catalog.now())))
-        || dm_private.match_query_names(parse_query.team_id, grams, fuzzy);
+        'time', dm_private.parse_time(prepared, COALESCE(parse_query.now, pg_catalog.now())),
+        'entities', names OPERATOR(pg_catalog.->) 'entities',
+        'predicates', names OPERATOR(pg_catalog.->) 'predicates');
 END
 $$;
 COMMENT ON FUNCTION dm.parse_query(text, uuid, timestamptz) IS
