@@ -248,9 +248,11 @@ COMMENT ON TRIGGER relationships_links_updated ON dm_private.relationships IS
 RESET ROLE;
 INSERT INTO dm_private.evidence_entity_links (team_id, evidence_id, relationship_id, subject_entity_id,
                                               object_entity_id, owner_profile_id, known_to)
-SELECT re.team_id, re.evidence_id, re.relationship_id, r.subject_entity_id, r.object_entity_id, r.owner_profile_id,
-       r.known_to
+SELECT
+    re.team_id, re.evidence_id, re.relationship_id, r.subject_entity_id, r.object_entity_id, r.owner_profile_id,
+    r.known_to
 FROM dm_private.relationship_evidence AS re
 JOIN dm_private.relationships AS r ON r.team_id = re.team_id AND r.relationship_id = re.relationship_id
-WHERE re.accepted
-  AND r.status = 'active' AND r.tier IN ('validated_claim', 'fact');
+WHERE
+    re.accepted
+    AND r.status = 'active' AND r.tier IN ('validated_claim', 'fact');
