@@ -482,6 +482,8 @@ BEGIN
                   SELECT n.document_id, n.subject_id, n.search_vector, n.source_group, n.sequence_number,
                          n.eligible
                   FROM near_rows AS n) AS p
+            -- is_match computed once, not once per reference below
+            OFFSET 0
         ),
         in_context AS (
             SELECT w.document_id, w.subject_id, w.search_vector, w.sequence_number, w.eligible, w.is_match,
