@@ -266,30 +266,41 @@ BEGIN
         -- than the GIN index, whose posting lists of common lexemes span
         -- every team. No LIMIT can cut (the team holds at most budget
         -- eligible documents), so both ways give the same rows.
-        WITH team_pass AS MATERIALIZED (
-            SELECT d.document_id, d.subject_id, d.search_vector, d.source_group, d.sequence_number
+        WITH team_rows AS MATERIALIZED (
+            -- every recallable evidence document of a small team that the
+            -- caller's policy labels allow, and whether it is eligible: the
+            -- passes' candidates and, with exchange context, the followers
+            -- and predecessors, all from this one read (the btree range reads
+            -- these heap rows either way)
+            SELECT d.document_id, d.subject_id, d.search_vector, d.source_group, d.sequence_number,
+                   (d.owner_profile_id <> ALL (disabled)
+                    AND (d.valid_from IS NULL OR d.valid_from <= valid_at)
+                    AND (d.valid_to IS NULL OR d.valid_to > valid_at)
+                    AND (d.known_from IS NULL OR d.known_from <= known_at)
+                    AND (d.known_to IS NULL OR d.known_to > known_at)
+                    AND (source_groups IS NULL OR d.source_group = ANY (source_groups))
+                    AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
+                    AND (created_after IS NULL OR d.source_created_at >= created_after)
+                    AND (created_before IS NULL OR d.source_created_at < created_before)
+                    AND (NOT has_window OR (d.source_created_at IS NOT NULL
+                                            AND (window_from IS NULL OR d.source_created_at >= window_from)
+                                            AND (window_to IS NULL OR d.source_created_at <= window_to)))
+                    AND d.subject_id <> ALL (known_ids)) AS eligible
             FROM dm_private.search_documents AS d
             WHERE small_team
               AND d.team_id = team
               AND d.subject_kind = 'evidence'
               AND d.is_recallable
-              AND d.owner_profile_id <> ALL (disabled)
-              AND (d.valid_from IS NULL OR d.valid_from <= valid_at)
-              AND (d.valid_to IS NULL OR d.valid_to > valid_at)
-              AND (d.known_from IS NULL OR d.known_from <= known_at)
-              AND (d.known_to IS NULL OR d.known_to > known_at)
               AND d.policy_labels <@ scopes
-              AND (source_groups IS NULL OR d.source_group = ANY (source_groups))
-              AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
-              AND (created_after IS NULL OR d.source_created_at >= created_after)
-              AND (created_before IS NULL OR d.source_created_at < created_before)
-              AND (NOT has_window OR (d.source_created_at IS NOT NULL
-                                      AND (window_from IS NULL OR d.source_created_at >= window_from)
-                                      AND (window_to IS NULL OR d.source_created_at <= window_to)))
-              AND d.subject_id <> ALL (known_ids)
             -- in the team's (team_id, sequence_number) index order, which the
             -- index can give without a sort
             ORDER BY d.sequence_number
+        ),
+        team_pass AS MATERIALIZED (
+            SELECT t.document_id, t.subject_id, t.search_vector, t.source_group, t.sequence_number
+            FROM team_rows AS t
+            WHERE t.eligible
+            ORDER BY t.sequence_number
             LIMIT budget
         ),
         any_pass AS MATERIALIZED (
@@ -396,79 +407,114 @@ BEGIN
         -- are candidates too, and every candidate with a source group is
         -- scored on its own tsvector concatenated with those of the
         -- recallable documents written up to context_radius before it in
-        -- that group: a turn is searched as the exchange it closes. Evidence
-        -- without a source group or sequence number is scored alone.
-        followers AS (
-            SELECT f.document_id, f.subject_id, f.search_vector, f.source_group, f.sequence_number
-            FROM own_matched AS m
-            CROSS JOIN LATERAL (
-                SELECT d.document_id, d.subject_id, d.search_vector, d.source_group, d.sequence_number
-                FROM dm_private.search_documents AS d
-                WHERE d.team_id = team
-                  AND d.sequence_number > m.sequence_number
-                  AND d.sequence_number <= m.sequence_number + context_radius
-                  AND d.source_group = m.source_group
-                  AND d.subject_kind = 'evidence'
-                  AND d.is_recallable
-                  AND d.owner_profile_id <> ALL (disabled)
-                  AND (d.valid_from IS NULL OR d.valid_from <= valid_at)
-                  AND (d.valid_to IS NULL OR d.valid_to > valid_at)
-                  AND (d.known_from IS NULL OR d.known_from <= known_at)
-                  AND (d.known_to IS NULL OR d.known_to > known_at)
-                  AND d.policy_labels <@ scopes
-                  AND (source_groups IS NULL OR d.source_group = ANY (source_groups))
-                  AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
-                  AND (created_after IS NULL OR d.source_created_at >= created_after)
-                  AND (created_before IS NULL OR d.source_created_at < created_before)
-                  AND (NOT has_window OR (d.source_created_at IS NOT NULL
-                                          AND (window_from IS NULL OR d.source_created_at >= window_from)
-                                          AND (window_to IS NULL OR d.source_created_at <= window_to)))
-                  AND d.subject_id <> ALL (known_ids)
-            ) AS f
-            WHERE context_radius > 0
-              AND m.source_group IS NOT NULL AND m.sequence_number IS NOT NULL
+        -- that group (the nearest first): a turn is searched as the exchange
+        -- it closes. Evidence without a source group or sequence number is
+        -- scored alone.
+        --
+        -- Both come from one window over the neighbourhood: the recallable
+        -- documents the caller may see (a predecessor needs no more), with
+        -- their eligibility (a follower needs it). Sequence numbers are one
+        -- identity, so a group holds at most context_radius of them in
+        -- [s - context_radius, s): the one or two rows before a row in its
+        -- group (lag) are all its candidates for predecessor, and a follower
+        -- is an eligible row one of whose lags is a match within the radius.
+        -- The neighbourhood of a small team is team_rows, already read; of a
+        -- larger team, the documents within context_radius of a match, read
+        -- as one (team_id, sequence_number) range per run of matches whose
+        -- ranges overlap (a speaker's name matches most turns: a handful of
+        -- ranges, not an index probe per match and per candidate).
+        islands AS (
+            SELECT pg_catalog.min(i.sequence_number) - context_radius AS lo,
+                   pg_catalog.max(i.sequence_number) + context_radius AS hi
+            FROM (SELECT s.sequence_number,
+                         pg_catalog.sum(s.gap) OVER (ORDER BY s.sequence_number) AS island
+                  FROM (SELECT o.sequence_number,
+                               CASE WHEN o.sequence_number
+                                         - pg_catalog.lag(o.sequence_number) OVER (ORDER BY o.sequence_number)
+                                         <= 2 * context_radius
+                                    THEN 0 ELSE 1 END AS gap
+                        FROM own_matched AS o
+                        WHERE context_radius > 0
+                          AND NOT small_team
+                          AND o.source_group IS NOT NULL AND o.sequence_number IS NOT NULL) AS s) AS i
+            GROUP BY i.island
         ),
-        -- each document once: a follower that also matched (or follows two
-        -- matches) is the same row; one sort, not an anti-join per follower
-        -- (a generic plan joins the CTEs by nested loop); without context
-        -- the matches as they are
-        candidate_rows AS (
-            SELECT DISTINCT ON (u.document_id) u.document_id, u.subject_id, u.search_vector, u.source_group,
-                   u.sequence_number
-            FROM (SELECT o.document_id, o.subject_id, o.search_vector, o.source_group, o.sequence_number
-                  FROM own_matched AS o
+        near_rows AS MATERIALIZED (
+            SELECT d.document_id, d.subject_id, d.search_vector, d.source_group, d.sequence_number,
+                   (d.owner_profile_id <> ALL (disabled)
+                    AND (d.valid_from IS NULL OR d.valid_from <= valid_at)
+                    AND (d.valid_to IS NULL OR d.valid_to > valid_at)
+                    AND (d.known_from IS NULL OR d.known_from <= known_at)
+                    AND (d.known_to IS NULL OR d.known_to > known_at)
+                    AND (source_groups IS NULL OR d.source_group = ANY (source_groups))
+                    AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
+                    AND (created_after IS NULL OR d.source_created_at >= created_after)
+                    AND (created_before IS NULL OR d.source_created_at < created_before)
+                    AND (NOT has_window OR (d.source_created_at IS NOT NULL
+                                            AND (window_from IS NULL OR d.source_created_at >= window_from)
+                                            AND (window_to IS NULL OR d.source_created_at <= window_to)))
+                    AND d.subject_id <> ALL (known_ids)) AS eligible
+            FROM islands AS n
+            CROSS JOIN LATERAL (
+                SELECT x.document_id, x.subject_id, x.search_vector, x.source_group, x.sequence_number,
+                       x.is_recallable, x.policy_labels, x.owner_profile_id, x.valid_from, x.valid_to,
+                       x.known_from, x.known_to, x.memory_type, x.source_created_at
+                FROM dm_private.search_documents AS x
+                WHERE x.team_id = team
+                  AND x.subject_kind = 'evidence'
+                  AND x.sequence_number >= n.lo
+                  AND x.sequence_number <= n.hi
+            ) AS d
+            WHERE d.is_recallable
+              AND d.policy_labels <@ scopes
+              AND d.source_group IS NOT NULL
+        ),
+        neighbourhood AS (
+            SELECT p.document_id, p.subject_id, p.search_vector, p.source_group, p.sequence_number, p.eligible,
+                   -- a hashed subplan: own_matched holds each document once
+                   p.document_id IN (SELECT o.document_id FROM own_matched AS o) AS is_match
+            FROM (SELECT t.document_id, t.subject_id, t.search_vector, t.source_group, t.sequence_number,
+                         t.eligible
+                  FROM team_rows AS t
+                  WHERE context_radius > 0
+                    AND t.source_group IS NOT NULL AND t.sequence_number IS NOT NULL
                   UNION ALL
-                  SELECT f.document_id, f.subject_id, f.search_vector, f.source_group, f.sequence_number
-                  FROM followers AS f) AS u
-            WHERE context_radius > 0
-            ORDER BY u.document_id
+                  SELECT n.document_id, n.subject_id, n.search_vector, n.source_group, n.sequence_number,
+                         n.eligible
+                  FROM near_rows AS n) AS p
+            -- is_match computed once, not once per reference below
+            OFFSET 0
+        ),
+        in_context AS (
+            SELECT w.document_id, w.subject_id, w.search_vector, w.sequence_number, w.eligible, w.is_match,
+                   pg_catalog.lag(w.sequence_number, 1) OVER g AS sequence_1,
+                   pg_catalog.lag(w.search_vector, 1) OVER g AS vector_1,
+                   pg_catalog.lag(w.is_match, 1) OVER g AS match_1,
+                   pg_catalog.lag(w.sequence_number, 2) OVER g AS sequence_2,
+                   pg_catalog.lag(w.search_vector, 2) OVER g AS vector_2,
+                   pg_catalog.lag(w.is_match, 2) OVER g AS match_2
+            FROM neighbourhood AS w
+            WINDOW g AS (PARTITION BY w.source_group ORDER BY w.sequence_number)
         ),
         matched AS (
+            -- without context, and evidence without a group or sequence number: alone
+            SELECT o.document_id, o.subject_id, o.search_vector
+            FROM own_matched AS o
+            WHERE context_radius = 0 OR o.source_group IS NULL OR o.sequence_number IS NULL
+            UNION ALL
+            -- the matches and their followers, each once, with their predecessors
             SELECT c.document_id, c.subject_id,
-                   CASE pg_catalog.cardinality(p.vs)
-                       WHEN 1 THEN c.search_vector OPERATOR(pg_catalog.||) p.vs[1]
-                       WHEN 2 THEN c.search_vector OPERATOR(pg_catalog.||) p.vs[1] OPERATOR(pg_catalog.||) p.vs[2]
-                       ELSE c.search_vector END AS search_vector
-            FROM (SELECT o.document_id, o.subject_id, o.search_vector, o.source_group, o.sequence_number
-                  FROM own_matched AS o
-                  WHERE context_radius = 0
-                  UNION ALL
-                  SELECT r.document_id, r.subject_id, r.search_vector, r.source_group, r.sequence_number
-                  FROM candidate_rows AS r) AS c
-            LEFT JOIN LATERAL (
-                -- the nearest recallable predecessors the caller may see
-                SELECT ARRAY(SELECT x.search_vector FROM dm_private.search_documents AS x
-                             WHERE x.team_id = team
-                               AND x.sequence_number >= c.sequence_number - context_radius
-                               AND x.sequence_number < c.sequence_number
-                               AND x.source_group = c.source_group
-                               AND x.subject_kind = 'evidence'
-                               AND x.is_recallable
-                               AND x.policy_labels <@ scopes
-                             ORDER BY x.sequence_number DESC
-                             LIMIT 2) AS vs
-                WHERE context_radius > 0 AND c.source_group IS NOT NULL AND c.sequence_number IS NOT NULL
-            ) AS p ON true
+                   CASE WHEN c.sequence_2 >= c.sequence_number - context_radius
+                            THEN c.search_vector OPERATOR(pg_catalog.||) c.vector_1
+                                 OPERATOR(pg_catalog.||) c.vector_2
+                        WHEN c.sequence_1 >= c.sequence_number - context_radius
+                            THEN c.search_vector OPERATOR(pg_catalog.||) c.vector_1
+                        ELSE c.search_vector END AS search_vector
+            FROM in_context AS c
+            WHERE c.is_match
+               OR (c.eligible
+                   AND ((c.match_1 AND c.sequence_1 >= c.sequence_number - context_radius)
+                        OR (c.match_2 AND c.sequence_2 >= c.sequence_number - context_radius)))
         ),
         term_frequencies AS (
             -- ts_rank of a one-lexeme query with unit weights is
