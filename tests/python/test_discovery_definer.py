@@ -111,3 +111,66 @@ def test_candidate_paths_is_a_checked_searcher_definer(admin_conn: psycopg.Conne
     ).fetchone()
     assert source is not None
     assert "dm_private.require_team(" in source[0]
+
+
+HOPS = """
+SELECT h.evidence_id, h.hops
+FROM dm_private.entity_proximity_hops(
+    %(team)s, %(seeds)s::uuid[], %(candidates)s::uuid[], 2, 20, 200, '{}'::uuid[]) AS h
+"""
+
+
+def _evidence_of(conn: psycopg.Connection[Any], rel: uuid.UUID) -> uuid.UUID:
+    row = conn.execute(
+        "SELECT re.evidence_id FROM dm_private.relationship_evidence AS re WHERE re.relationship_id = %s",
+        (rel,),
+    ).fetchone()
+    assert row is not None
+    return uuid.UUID(str(row[0]))
+
+
+def test_proximity_hops_stay_in_the_authenticated_team(admin_conn: psycopg.Connection[Any]) -> None:
+    """entity_proximity_hops (security definer): own team answers, other teams' IDs refused or empty."""
+    team_a, alice = _team(admin_conn, "hops team a", "alice")
+    team_b, bob = _team(admin_conn, "hops team b", "bob")
+    mark_a, rel_a = _graph(admin_conn, team_a, alice)
+    mark_b, rel_b = _graph(admin_conn, team_b, bob)
+    ev_a, ev_b = _evidence_of(admin_conn, rel_a), _evidence_of(admin_conn, rel_b)
+
+    with acting_as(admin_conn, Principal(team_a, alice)) as cur:
+        # The own team's call finds its evidence at hop 0 (the check below can fail).
+        own = cur.execute(HOPS, {"team": team_a, "seeds": [mark_a], "candidates": [ev_a]}).fetchall()
+        assert [(r["evidence_id"], r["hops"]) for r in own] == [(ev_a, 0)]
+        # The public entry point gives the same answer.
+        pub = cur.execute(
+            "SELECT p.evidence_id, p.hops "
+            "FROM dm_private.entity_proximity(%s, %s::uuid[], %s::uuid[], 2) AS p",
+            (team_a, [mark_a], [ev_a]),
+        ).fetchall()
+        assert [(r["evidence_id"], r["hops"]) for r in pub] == [(ev_a, 0)]
+        # The other team's seed and evidence, passed for the authenticated team: nothing.
+        forged = cur.execute(HOPS, {"team": team_a, "seeds": [mark_b], "candidates": [ev_b]}).fetchall()
+        assert forged == []
+
+    # Another team's ID is refused.
+    with (
+        pytest.raises(psycopg.errors.InsufficientPrivilege),
+        acting_as(admin_conn, Principal(team_a, alice)) as cur,
+    ):
+        cur.execute(HOPS, {"team": team_b, "seeds": [mark_b], "candidates": [ev_b]})
+    # Without an authenticated team nothing runs.
+    with pytest.raises(psycopg.errors.InvalidAuthorizationSpecification), admin_conn.transaction():
+        admin_conn.execute("SET LOCAL ROLE densemem_app")
+        admin_conn.execute(HOPS, {"team": team_a, "seeds": [mark_a], "candidates": [ev_a]})
+
+
+def test_proximity_hops_is_a_checked_searcher_definer(admin_conn: psycopg.Connection[Any]) -> None:
+    row = admin_conn.execute(
+        "SELECT p.prosecdef, r.rolname, p.proconfig, p.prosrc FROM pg_catalog.pg_proc AS p "
+        "JOIN pg_catalog.pg_roles AS r ON r.oid = p.proowner "
+        "WHERE p.oid = 'dm_private.entity_proximity_hops'::regproc"
+    ).fetchone()
+    assert row is not None
+    assert row[0] is True and row[1] == "densemem_searcher"
+    assert 'search_path=""' in row[2]
+    assert "dm_private.require_team(" in row[3]
