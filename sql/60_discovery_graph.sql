@@ -471,38 +471,36 @@ COMMENT ON FUNCTION dm_private.discovery_eligible_evidence(uuid, uuid [], timest
 -- to max_hops from the seeds meets a one-hop walk from the linked entities,
 -- with the default profile's fan-out and edge caps on both sides. Evidence
 -- with no linked entity within max_hops is not returned.
--- The hop count statement of entity_proximity, as a SECURITY DEFINER
--- function owned by densemem_searcher (BYPASSRLS), like
--- discovery_candidate_paths: it checks the team with require_team (the
--- authenticated team; for analysts a granted one) and every table reference
--- filters by that team explicitly, so none carries a row-level-security
--- InitPlan and filter, and the plan no longer depends on the caller's role.
--- The other arguments (seeds, candidates, caps, inactive owners) only narrow
--- what is read inside the team. entity_proximity (invoker) reads the
--- profile's caps and the inactive owners under the caller's policies.
-CREATE OR REPLACE FUNCTION dm_private.entity_proximity_hops(
-    team uuid,
-    seed_ids uuid [],
-    candidate_ids uuid [],
-    hop_limit integer,
-    fan_out integer,
-    max_edges integer,
-    inactive_owners uuid []
+CREATE OR REPLACE FUNCTION dm_private.entity_proximity(
+    team_id uuid,
+    seed_entity_ids uuid [],
+    evidence_ids uuid [],
+    max_hops integer
 )
 RETURNS TABLE (evidence_id uuid, hops integer)
 LANGUAGE plpgsql
 VOLATILE
-SECURITY DEFINER
 SET search_path = ''
 SET plan_cache_mode = 'force_generic_plan'
-SET enable_nestloop = off
 AS $$
 DECLARE
-    checked_team constant uuid := dm_private.require_team(entity_proximity_hops.team);
+    proximity_team uuid := dm_private.require_team(entity_proximity.team_id);
+    cfg jsonb;
+    fan_out integer;
+    max_edges integer;
+    hop_limit integer := LEAST(GREATEST(COALESCE(max_hops, 2), 0), 2);
+    inactive_owners uuid [];
 BEGIN
-    IF checked_team IS DISTINCT FROM entity_proximity_hops.team THEN
-        RAISE EXCEPTION 'team_id does not match the authenticated team' USING ERRCODE = '42501';
+    IF seed_entity_ids IS NULL OR pg_catalog.cardinality(seed_entity_ids) = 0
+       OR evidence_ids IS NULL OR pg_catalog.cardinality(evidence_ids) = 0 THEN
+        RETURN;
     END IF;
+    SELECT rp.settings -> 'discovery' INTO cfg FROM dm_private.ranking_profiles AS rp WHERE rp.is_default;
+    fan_out := LEAST(GREATEST(COALESCE((cfg ->> 'fan_out')::integer, 20), 1), 100);
+    max_edges := LEAST(GREATEST(COALESCE((cfg ->> 'max_edges')::integer, 200), 1), 2000);
+    inactive_owners := ARRAY(SELECT p.profile_id FROM dm_private.profiles AS p
+                             WHERE p.team_id = proximity_team AND p.state <> 'active');
+
     RETURN QUERY
     WITH RECURSIVE links AS (
         -- Entities each candidate evidence supports through eligible
@@ -521,11 +519,11 @@ BEGIN
         FROM (
             SELECT l.evidence_id, pg_catalog.unnest(ARRAY[l.subject_entity_id, l.object_entity_id]) AS entity_id
             FROM (SELECT DISTINCT u.evidence_id
-                  FROM pg_catalog.unnest(candidate_ids) AS u (evidence_id)) AS e
+                  FROM pg_catalog.unnest(entity_proximity.evidence_ids) AS u (evidence_id)) AS e
             CROSS JOIN LATERAL (
                 SELECT k.evidence_id, k.subject_entity_id, k.object_entity_id
                 FROM dm_private.evidence_entity_links AS k
-                WHERE k.team_id = team
+                WHERE k.team_id = proximity_team
                   AND k.evidence_id = e.evidence_id
                   AND (k.known_to IS NULL OR k.known_to > pg_catalog.now())
                   AND k.owner_profile_id <> ALL(inactive_owners)
@@ -546,7 +544,7 @@ BEGIN
     -- clause's array of row values compared with record_eq per row.
     seed_walk (depth, to_entity_id, is_cycle, visited) AS (
         SELECT 0, s.entity_id, false, ARRAY[s.entity_id]
-        FROM (SELECT DISTINCT u.entity_id FROM pg_catalog.unnest(seed_ids) AS u (entity_id)
+        FROM (SELECT DISTINCT u.entity_id FROM pg_catalog.unnest(seed_entity_ids) AS u (entity_id)
               WHERE u.entity_id IS NOT NULL) AS s
         UNION ALL
         SELECT w.depth + 1, x.next_entity_id, COALESCE(x.next_entity_id = ANY(w.visited), false),
@@ -557,7 +555,7 @@ BEGIN
             FROM (
                 (SELECT r.object_entity_id AS next_entity_id
                  FROM dm_private.relationships AS r
-                 WHERE r.team_id = team AND r.subject_entity_id = w.to_entity_id
+                 WHERE r.team_id = proximity_team AND r.subject_entity_id = w.to_entity_id
                    AND r.status = 'active' AND r.tier IN ('validated_claim', 'fact')
                    AND (r.known_to IS NULL OR r.known_to > pg_catalog.now())
                    AND r.owner_profile_id <> ALL(inactive_owners)
@@ -565,7 +563,7 @@ BEGIN
                 UNION ALL
                 (SELECT r.subject_entity_id AS next_entity_id
                  FROM dm_private.relationships AS r
-                 WHERE r.team_id = team AND r.object_entity_id = w.to_entity_id
+                 WHERE r.team_id = proximity_team AND r.object_entity_id = w.to_entity_id
                    AND r.status = 'active' AND r.tier IN ('validated_claim', 'fact')
                    AND (r.known_to IS NULL OR r.known_to > pg_catalog.now())
                    AND r.owner_profile_id <> ALL(inactive_owners)
@@ -579,7 +577,7 @@ BEGIN
     ),
     from_seeds AS (
         SELECT s.entity_id, 0 AS dist
-        FROM pg_catalog.unnest(seed_ids) AS s (entity_id)
+        FROM pg_catalog.unnest(seed_entity_ids) AS s (entity_id)
         WHERE s.entity_id IS NOT NULL
         UNION ALL
         SELECT w.to_entity_id, w.depth
@@ -612,7 +610,7 @@ BEGIN
             FROM (
                 (SELECT r.object_entity_id AS via_id
                  FROM dm_private.relationships AS r
-                 WHERE r.team_id = team AND r.subject_entity_id = t.entity_id
+                 WHERE r.team_id = proximity_team AND r.subject_entity_id = t.entity_id
                    AND r.status = 'active' AND r.tier IN ('validated_claim', 'fact')
                    AND (r.known_to IS NULL OR r.known_to > pg_catalog.now())
                    AND r.owner_profile_id <> ALL(inactive_owners)
@@ -620,7 +618,7 @@ BEGIN
                 UNION ALL
                 (SELECT r.subject_entity_id AS via_id
                  FROM dm_private.relationships AS r
-                 WHERE r.team_id = team AND r.object_entity_id = t.entity_id
+                 WHERE r.team_id = proximity_team AND r.object_entity_id = t.entity_id
                    AND r.status = 'active' AND r.tier IN ('validated_claim', 'fact')
                    AND (r.known_to IS NULL OR r.known_to > pg_catalog.now())
                    AND r.owner_profile_id <> ALL(inactive_owners)
@@ -647,47 +645,6 @@ BEGIN
     GROUP BY links.evidence_id
     HAVING pg_catalog.min(td.dist) <= hop_limit
     ORDER BY links.evidence_id;
-END
-$$;
-COMMENT ON FUNCTION dm_private.entity_proximity_hops(uuid, uuid [], uuid [], integer, integer, integer, uuid []) IS
-'Internal stage of entity_proximity: graph hops from the seeds to each candidate evidence''s linked entities. Security definer owned by densemem_searcher: checks the team like require_team and filters every table by it explicitly.';
-ALTER FUNCTION dm_private.entity_proximity_hops(uuid, uuid [], uuid [], integer, integer, integer, uuid [])
-OWNER TO densemem_searcher;
-
-CREATE OR REPLACE FUNCTION dm_private.entity_proximity(
-    team_id uuid,
-    seed_entity_ids uuid [],
-    evidence_ids uuid [],
-    max_hops integer
-)
-RETURNS TABLE (evidence_id uuid, hops integer)
-LANGUAGE plpgsql
-VOLATILE
-SET search_path = ''
-SET plan_cache_mode = 'force_generic_plan'
-AS $$
-DECLARE
-    proximity_team uuid := dm_private.require_team(entity_proximity.team_id);
-    cfg jsonb;
-    fan_out integer;
-    max_edges integer;
-    hop_limit integer := LEAST(GREATEST(COALESCE(max_hops, 2), 0), 2);
-    inactive_owners uuid [];
-BEGIN
-    IF seed_entity_ids IS NULL OR pg_catalog.cardinality(seed_entity_ids) = 0
-       OR evidence_ids IS NULL OR pg_catalog.cardinality(evidence_ids) = 0 THEN
-        RETURN;
-    END IF;
-    SELECT rp.settings -> 'discovery' INTO cfg FROM dm_private.ranking_profiles AS rp WHERE rp.is_default;
-    fan_out := LEAST(GREATEST(COALESCE((cfg ->> 'fan_out')::integer, 20), 1), 100);
-    max_edges := LEAST(GREATEST(COALESCE((cfg ->> 'max_edges')::integer, 200), 1), 2000);
-    inactive_owners := ARRAY(SELECT p.profile_id FROM dm_private.profiles AS p
-                             WHERE p.team_id = proximity_team AND p.state <> 'active');
-
-    RETURN QUERY
-    SELECT h.evidence_id, h.hops
-    FROM dm_private.entity_proximity_hops(proximity_team, seed_entity_ids, entity_proximity.evidence_ids,
-                                          hop_limit, fan_out, max_edges, inactive_owners) AS h;
 END
 $$;
 COMMENT ON FUNCTION dm_private.entity_proximity(uuid, uuid [], uuid [], integer) IS
@@ -758,7 +715,6 @@ REVOKE ALL ON FUNCTION dm_private.discovery_walk(uuid, uuid [], integer, integer
 REVOKE ALL ON FUNCTION dm_private.discovery_entity_predicates(uuid, uuid, integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm_private.discovery_eligible_evidence(uuid, uuid [], timestamptz, timestamptz, text []) FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm_private.entity_proximity(uuid, uuid [], uuid [], integer) FROM PUBLIC;
-REVOKE ALL ON FUNCTION dm_private.entity_proximity_hops(uuid, uuid [], uuid [], integer, integer, integer, uuid []) FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm_private.single_valued_predicates(uuid) FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm_private.relationships_disagree(text, dm_private.relationship_polarity, uuid, text, dm_private.relationship_polarity, uuid, text, text []) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION dm_private.discovery_name_ngrams(text) TO
@@ -774,8 +730,6 @@ densemem_app, densemem_analyst, densemem_operator;
 GRANT EXECUTE ON FUNCTION dm_private.discovery_eligible_evidence(uuid, uuid [], timestamptz, timestamptz, text []) TO
 densemem_app, densemem_analyst, densemem_operator;
 GRANT EXECUTE ON FUNCTION dm_private.entity_proximity(uuid, uuid [], uuid [], integer) TO
-densemem_app, densemem_analyst, densemem_operator;
-GRANT EXECUTE ON FUNCTION dm_private.entity_proximity_hops(uuid, uuid [], uuid [], integer, integer, integer, uuid []) TO
 densemem_app, densemem_analyst, densemem_operator;
 GRANT EXECUTE ON FUNCTION dm_private.single_valued_predicates(uuid) TO
 densemem_app, densemem_analyst, densemem_operator, densemem_searcher;
