@@ -35,20 +35,6 @@ BEGIN
             WHERE d.team_id = team AND d.search_state = 'pending')
     INTO pending, failed, oldest;
     IF pg_catalog.current_setting('transaction_read_only') = 'off' THEN
-        -- Telemetry is not worth a WAL flush: when this row is the
-        -- transaction's first write (no transaction id assigned yet, so the
-        -- caller has written nothing), its commit does not wait for the
-        -- flush (synchronous_commit off until the transaction ends). A
-        -- crash can then lose the last fraction of a second of telemetry
-        -- rows, never a caller's earlier write, and never corrupts anything.
-        -- The recall transaction's commit cost 1.8-3.4 ms p50 and 7.4-9.2 ms
-        -- p95 with the flush, 0.13 ms p50 without (LoCoMo, 300 questions).
-        -- A transaction that writes after a recall and needs those writes
-        -- durable sets synchronous_commit itself (the service never does:
-        -- one recall per transaction).
-        IF pg_catalog.pg_current_xact_id_if_assigned() IS NULL THEN
-            PERFORM pg_catalog.set_config('synchronous_commit', 'off', true);
-        END IF;
         INSERT INTO dm_private.recall_telemetry (
             team_id, recall_id, ranking_profile_version, search_index_profile_version, degraded_branches,
             query_embedding_contract_version, pending_document_count, failed_document_count,
@@ -72,7 +58,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION dm_private.write_recall_telemetry(uuid, uuid, text, text, text [], text, integer, double precision) IS
-'Writes the internal telemetry row of one recall (profile versions, degraded branches, query embedding contract, search freshness counted up to 10,000) and returns it as JSON; writes nothing in a read-only transaction; when the row is the transaction''s first write, the transaction commits without waiting for the WAL flush (synchronous_commit off).';
+'Writes the internal telemetry row of one recall (profile versions, degraded branches, query embedding contract, search freshness counted up to 10,000) and returns it as JSON; writes nothing in a read-only transaction.';
 REVOKE ALL ON FUNCTION dm_private.write_recall_telemetry(uuid, uuid, text, text, text [], text, integer, double precision)
 FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION dm_private.write_recall_telemetry(uuid, uuid, text, text, text [], text, integer, double precision)
