@@ -130,3 +130,24 @@ def test_database_unreachable_is_503_and_not_ready(tmp_path: object) -> None:
         assert_error_body(response.json())
         metrics = httpx.get(base_url + "/metrics", timeout=30)
         assert metrics.status_code == 200 and "densemem_database_up 0" in metrics.text
+
+
+def test_only_a_recall_transaction_commits_without_the_flush(module_db: str) -> None:
+    """`telemetry_only` (the recall routes: their one write is the telemetry row) turns
+    synchronous_commit off for that transaction alone; every other call commits durably, and the
+    pooled connection carries nothing over."""
+    key = issue(module_db, "commit-team").api_key
+    pool: ConnectionPool[psycopg.Connection[object]] = ConnectionPool(
+        module_db, min_size=1, max_size=1, kwargs={"autocommit": True}, open=True
+    )
+    setting = "SELECT pg_catalog.current_setting('synchronous_commit')"
+    try:
+        durable = call_as_key(pool, key, setting, {}, statement_timeout_ms=1000)
+        recall = call_as_key(pool, key, setting, {}, statement_timeout_ms=1000, telemetry_only=True)
+        after = call_as_key(pool, key, setting, {}, statement_timeout_ms=1000)
+        assert (durable.value, recall.value, after.value) == ("on", "off", "on")
+        with pool.connection() as conn:
+            row = conn.execute(setting).fetchone()
+        assert row is not None and row[0] == "on"
+    finally:
+        pool.close()

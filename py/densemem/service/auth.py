@@ -41,7 +41,8 @@ MAX_AUTHORIZATION_BYTES = 300
 
 _ENTER = (
     "SELECT pg_catalog.set_config('role', 'densemem_app', true), "
-    "pg_catalog.set_config('statement_timeout', %(timeout)s, true)"
+    "pg_catalog.set_config('statement_timeout', %(timeout)s, true), "
+    "pg_catalog.set_config('synchronous_commit', %(synchronous_commit)s, true)"
 )
 _AUTHENTICATE = (
     "SELECT a.team_id, a.profile_id, a.scopes, "
@@ -104,6 +105,7 @@ def call_as_key(
     operator: bool = False,
     connection_timeout_s: float = 5.0,
     meanwhile: Callable[[], dict[str, Any]] | None = None,
+    telemetry_only: bool = False,
 ) -> CallResult:
     """Authenticate `api_key` and run `statement` (one row, one column) as its team, in one round trip.
 
@@ -114,6 +116,11 @@ def call_as_key(
     comes last), so a recall embeds its query in parallel with its authentication and still
     waits for the database once. It must not raise for an expected failure (the service maps a
     failed embedding to NULL).
+
+    `telemetry_only` says that the statement's only write is recall telemetry (a recall): its
+    transaction then commits without waiting for the WAL flush (synchronous_commit off for this
+    transaction alone). A crash can lose the last moments' telemetry rows, never a caller's
+    data; every other call commits durably.
     """
     team_id = team_of_key(api_key)
     try:
@@ -123,7 +130,13 @@ def call_as_key(
             failure: psycopg.Error | None = None
             try:
                 with conn.pipeline():
-                    enter.execute(_ENTER, {"timeout": str(max(0, statement_timeout_ms))})
+                    enter.execute(
+                        _ENTER,
+                        {
+                            "timeout": str(max(0, statement_timeout_ms)),
+                            "synchronous_commit": "off" if telemetry_only else "on",
+                        },
+                    )
                     authenticate.execute(_AUTHENTICATE, {"api_key": api_key, "operator": operator})
                     if meanwhile is not None:
                         params = {**params, **meanwhile()}

@@ -168,6 +168,7 @@ async def call(
     operator: bool = False,
     api_key: str | None = None,
     meanwhile: Callable[[], dict[str, Any]] | None = None,
+    telemetry_only: bool = False,
 ) -> CallResult:
     state = state_of(request)
     key = api_key if api_key is not None else bearer_key(request.headers.get("authorization"))
@@ -181,6 +182,7 @@ async def call(
         operator=operator,
         connection_timeout_s=state.config.pool_timeout_s,
         meanwhile=meanwhile,
+        telemetry_only=telemetry_only,
     )
     state.remember(key, result.principal.team_id)
     return result
@@ -299,7 +301,7 @@ async def _recall_counted(
     params = recall_params(body, embedding)
     sent = time.perf_counter()
     phases.observe(sent - embed_began, PHASE_EMBED)
-    result = await call(request, statement, params, operator=operator, api_key=key)
+    result = await call(request, statement, params, operator=operator, api_key=key, telemetry_only=True)
     back = time.perf_counter()
     phases.observe(result.connected_at - sent, PHASE_POOL)
     phases.observe(result.answered_at - result.connected_at, PHASE_ROUND_TRIP)
@@ -335,7 +337,15 @@ async def _recall_overlapped(
 
     sent = time.perf_counter()
     params = recall_params(body, None)
-    result = await call(request, statement, params, operator=operator, api_key=key, meanwhile=embed_meanwhile)
+    result = await call(
+        request,
+        statement,
+        params,
+        operator=operator,
+        api_key=key,
+        meanwhile=embed_meanwhile,
+        telemetry_only=True,
+    )
     back = time.perf_counter()
     state.metrics.overlapped.inc()
     phases.observe(result.connected_at - sent, PHASE_POOL)
