@@ -1,6 +1,6 @@
 -- 0039: the searcher reads what discovery's candidate-path stage reads.
 --
--- dm_private.discovery_candidate_paths (sql/64) is a SECURITY DEFINER stage
+-- dm_private.discovery_candidate_paths (sql/64) is a security-definer stage
 -- owned by densemem_searcher: it checks the team like require_team and
 -- filters every table reference by it explicitly, so that its statement of
 -- some 25 table references carries no row-level-security InitPlan and
