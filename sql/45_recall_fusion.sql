@@ -13,7 +13,8 @@
 --             an earlier branch precedes every evidence found only by later
 --             ones, then by rank; relevance falls linearly from 1 by position.
 --
--- Pure function of its input: a DBA can call it on hand-made hits.
+-- Pure function of its input: a DBA can call it on hand-made hits (of the
+-- branches fulltext, vector and exact; any other branch name is 22023).
 CREATE OR REPLACE FUNCTION dm_private.recall_fuse(hits dm_private.recall_branch_hit [], settings jsonb)
 RETURNS SETOF dm_private.recall_fused
 LANGUAGE plpgsql
@@ -28,34 +29,46 @@ DECLARE
     by_priority constant boolean := COALESCE(settings #>> '{fusion,method}', 'rrf') = 'priority';
     cap constant integer := COALESCE((settings #>> '{candidates,fused}')::integer, 100);
     weights constant jsonb := COALESCE(settings #> '{fusion,branch_weights}', '{}'::jsonb);
+    w_fulltext constant double precision := COALESCE((weights ->> 'fulltext')::double precision, 1.0);
+    w_vector constant double precision := COALESCE((weights ->> 'vector')::double precision, 1.0);
+    w_exact constant double precision := COALESCE((weights ->> 'exact')::double precision, 1.0);
     priority constant text [] := ARRAY(
         SELECT pg_catalog.jsonb_array_elements_text(
             CASE WHEN pg_catalog.jsonb_typeof(settings #> '{fusion,branch_priority}') = 'array'
                  THEN settings #> '{fusion,branch_priority}' ELSE '[]'::jsonb END));
+    p_fulltext constant bigint := COALESCE(pg_catalog.array_position(priority, 'fulltext'), 1000);
+    p_vector constant bigint := COALESCE(pg_catalog.array_position(priority, 'vector'), 1000);
+    p_exact constant bigint := COALESCE(pg_catalog.array_position(priority, 'exact'), 1000);
 BEGIN
-    -- plpgsql rather than sql: the statement's plan is cached per session
+    -- The branches are the three recall runs; a hit of any other branch is
+    -- refused rather than weighted by a guess.
+    IF EXISTS (SELECT 1 FROM pg_catalog.unnest(hits) AS h
+               WHERE h.evidence_id IS NOT NULL AND h.branch IS DISTINCT FROM 'fulltext'
+                 AND h.branch IS DISTINCT FROM 'vector' AND h.branch IS DISTINCT FROM 'exact') THEN
+        RAISE EXCEPTION 'a branch hit names a branch fusion does not know'
+            USING ERRCODE = '22023', HINT = 'branches are fulltext, vector and exact';
+    END IF;
+    -- plpgsql rather than sql: the statement's plan is cached per session.
+    -- One grouping by evidence: a branch's best rank is the min over its
+    -- hits (a repeated hit counts once), and the RRF sum adds the three
+    -- branches' terms in a fixed order.
     RETURN QUERY
-    WITH unit AS (
-        -- (branch, evidence_id) once, at its best rank, with the branch's
-        -- weight and its place in branch_priority
-        SELECT h.branch, h.evidence_id, (pg_catalog.array_agg(h.document_id))[1] AS document_id,
-               pg_catalog.min(h.branch_rank) AS branch_rank,
-               COALESCE((weights ->> h.branch)::double precision, 1.0) AS weight,
-               COALESCE(pg_catalog.array_position(priority, h.branch), 1000) AS priority
+    WITH per_evidence AS (
+        SELECT h.evidence_id, pg_catalog.any_value(h.document_id) AS document_id,
+               pg_catalog.min(h.branch_rank) FILTER (WHERE h.branch = 'fulltext') AS fulltext_rank,
+               pg_catalog.min(h.branch_rank) FILTER (WHERE h.branch = 'vector') AS vector_rank,
+               pg_catalog.min(h.branch_rank) FILTER (WHERE h.branch = 'exact') AS exact_rank
         FROM pg_catalog.unnest(hits) AS h
         WHERE h.evidence_id IS NOT NULL
-        GROUP BY h.branch, h.evidence_id
+        GROUP BY h.evidence_id
     ),
-    per_evidence AS (
-        SELECT u.evidence_id,
-               (pg_catalog.array_agg(u.document_id))[1] AS document_id,
-               pg_catalog.sum(u.weight / (k + u.branch_rank)) AS rrf,
-               pg_catalog.min(u.priority::bigint * 1000000 + u.branch_rank) AS priority_key,
-               pg_catalog.min(u.branch_rank) FILTER (WHERE u.branch = 'fulltext') AS fulltext_rank,
-               pg_catalog.min(u.branch_rank) FILTER (WHERE u.branch = 'vector') AS vector_rank,
-               pg_catalog.min(u.branch_rank) FILTER (WHERE u.branch = 'exact') AS exact_rank
-        FROM unit AS u
-        GROUP BY u.evidence_id
+    scored AS (
+        SELECT e.*,
+               COALESCE(w_fulltext / (k + e.fulltext_rank), 0) + COALESCE(w_exact / (k + e.exact_rank), 0)
+               + COALESCE(w_vector / (k + e.vector_rank), 0) AS rrf,
+               LEAST(p_fulltext * 1000000 + e.fulltext_rank, p_vector * 1000000 + e.vector_rank,
+                     p_exact * 1000000 + e.exact_rank) AS priority_key
+        FROM per_evidence AS e
     ),
     ordered AS (
         SELECT e.*,
@@ -64,7 +77,7 @@ BEGIN
                             e.evidence_id) AS position,
                pg_catalog.count(*) OVER () AS total,
                pg_catalog.max(e.rrf) OVER () AS best_rrf
-        FROM per_evidence AS e
+        FROM scored AS e
     ),
     kept AS (
         SELECT o.*, pg_catalog.min(o.rrf) OVER () AS worst_rrf

@@ -159,6 +159,8 @@ DECLARE
     pass_bytes integer;
     window_fallback boolean := false;
     window_empty boolean := false;
+    window_from timestamptz;
+    window_to timestamptz;
     first_hits jsonb [];
     first_fused dm_private.recall_fused [];
     first_mmr jsonb;
@@ -229,13 +231,20 @@ BEGIN
     -- and pass 2 fills the answer as before, so a question about a period the
     -- memory does not cover costs one retrieval, not two. Same answer, same
     -- explain (pass 1's branches were empty either way).
+    -- The bounds are plain variables, not COALESCE expressions in the
+    -- qual: this statement runs as the caller under row-level security, and
+    -- the planner keeps an expression it cannot prove leakproof (COALESCE)
+    -- out of the index condition, which made the check read every document
+    -- of the team instead of one index range.
     IF COALESCE((req ->> 'window_is_parsed')::boolean, false) THEN
+        window_from := COALESCE((req ->> 'window_from')::timestamptz, '-infinity'::timestamptz);
+        window_to := COALESCE((req ->> 'window_to')::timestamptz, 'infinity'::timestamptz);
         window_empty := NOT EXISTS (
             SELECT 1
             FROM dm_private.search_documents AS d
             WHERE d.team_id = team AND d.subject_kind = 'evidence'
-              AND d.source_created_at >= COALESCE((req ->> 'window_from')::timestamptz, '-infinity'::timestamptz)
-              AND d.source_created_at <= COALESCE((req ->> 'window_to')::timestamptz, 'infinity'::timestamptz)
+              AND d.source_created_at >= window_from
+              AND d.source_created_at <= window_to
               AND d.is_recallable);
     END IF;
     FOR pass IN 1..2 LOOP

@@ -1,5 +1,5 @@
 BEGIN;
-SELECT plan(20);
+SELECT plan(22);
 
 -- the public functions and their grants
 SELECT has_function('dm', 'recall_memory', ARRAY['text', 'uuid', 'vector', 'jsonb'], 'dm.recall_memory exists');
@@ -73,6 +73,23 @@ SELECT is(
      '{"fusion": {"method": "priority", "branch_priority": ["vector", "fulltext"]}}') AS f),
     ARRAY['00000000-0000-0000-0000-0000000000e2', '00000000-0000-0000-0000-0000000000e1']::uuid [],
     'branch priority orders by the first branch, then by its rank');
+SELECT is(
+    (SELECT pg_catalog.array_agg(f.relevance ORDER BY f.fusion_rank)
+     FROM dm_private.recall_fuse(ARRAY[
+         ROW('fulltext', '00000000-0000-0000-0000-0000000000d1', '00000000-0000-0000-0000-0000000000e1', 1, 0.5),
+         ROW('exact', '00000000-0000-0000-0000-0000000000d2', '00000000-0000-0000-0000-0000000000e2', 1, 1.0),
+         ROW('vector', '00000000-0000-0000-0000-0000000000d2', '00000000-0000-0000-0000-0000000000e2', 2, 0.2),
+         ROW('vector', '00000000-0000-0000-0000-0000000000d3', '00000000-0000-0000-0000-0000000000e3', 1, 0.1)
+     ]::dm_private.recall_branch_hit [],
+     '{"fusion": {"method": "rrf", "rrf_k": 1, "branch_weights": {"exact": 2.0}}}') AS f),
+    -- e2: 2/(1+1) + 1/(1+2) = 1.333; e1 and e3: 1/(1+1) = 0.5 (tie, by evidence_id)
+    ARRAY[1.0, 0.0, 0.0]::double precision [],
+    'RRF adds each branch''s weighted term; relevance is min-max over the kept candidates');
+SELECT throws_ok(
+    $$SELECT * FROM dm_private.recall_fuse(ARRAY[
+          ROW('keyword', '00000000-0000-0000-0000-0000000000d1', '00000000-0000-0000-0000-0000000000e1', 1, 0.5)
+      ]::dm_private.recall_branch_hit [], '{}')$$,
+    '22023', NULL, 'a hit of a branch fusion does not know is refused');
 
 -- the budget keeps order and skips what does not fit
 SELECT is(
