@@ -502,36 +502,30 @@ BEGIN
                              WHERE p.team_id = proximity_team AND p.state <> 'active');
 
     RETURN QUERY
-    WITH RECURSIVE links AS (
-        -- Entities each candidate evidence supports through eligible
-        -- relationships: the first fan_out of them by relationship_id per
-        -- evidence (LATERAL ... LIMIT on one range of the (team, evidence,
-        -- relationship) key of evidence_entity_links, migration 0038, which
-        -- carries the endpoints, owner and recorded end), so evidence
-        -- supporting thousands of relationships is read no further than any
-        -- other, and the cut is deterministic.
-        -- Both endpoints come out of one set-returning projection (no
-        -- per-row VALUES scan behind a Memoize node). Not made distinct: a
-        -- repeated (evidence, entity) pair changes neither the distinct
-        -- entities walked from nor any minimum below, and a sort of every
-        -- pair is saved.
-        SELECT x.evidence_id, x.entity_id
-        FROM (
-            SELECT l.evidence_id, pg_catalog.unnest(ARRAY[l.subject_entity_id, l.object_entity_id]) AS entity_id
-            FROM (SELECT DISTINCT u.evidence_id
-                  FROM pg_catalog.unnest(entity_proximity.evidence_ids) AS u (evidence_id)) AS e
-            CROSS JOIN LATERAL (
-                SELECT k.evidence_id, k.subject_entity_id, k.object_entity_id
-                FROM dm_private.evidence_entity_links AS k
-                WHERE k.team_id = proximity_team
-                  AND k.evidence_id = e.evidence_id
-                  AND (k.known_to IS NULL OR k.known_to > pg_catalog.now())
-                  AND k.owner_profile_id <> ALL(inactive_owners)
-                ORDER BY k.relationship_id
-                LIMIT fan_out
-            ) AS l
-        ) AS x
-        WHERE x.entity_id IS NOT NULL
+    WITH RECURSIVE links AS MATERIALIZED (
+        -- The links of each candidate evidence to eligible relationships:
+        -- the first fan_out of them by relationship_id per evidence (LATERAL
+        -- ... LIMIT on one range of the (team, evidence, relationship) key
+        -- of evidence_entity_links, migration 0038, which carries the
+        -- endpoints, owner and recorded end), so evidence supporting
+        -- thousands of relationships is read no further than any other, and
+        -- the cut is deterministic. One row per link with both endpoints
+        -- (subject, and object or NULL for a literal): not unnested into
+        -- (evidence, entity) pairs, which doubled the rows every later step
+        -- reads and built and unnested a two-element array per link.
+        SELECT l.evidence_id, l.subject_entity_id, l.object_entity_id
+        FROM (SELECT DISTINCT u.evidence_id
+              FROM pg_catalog.unnest(entity_proximity.evidence_ids) AS u (evidence_id)) AS e
+        CROSS JOIN LATERAL (
+            SELECT k.evidence_id, k.subject_entity_id, k.object_entity_id
+            FROM dm_private.evidence_entity_links AS k
+            WHERE k.team_id = proximity_team
+              AND k.evidence_id = e.evidence_id
+              AND (k.known_to IS NULL OR k.known_to > pg_catalog.now())
+              AND k.owner_profile_id <> ALL(inactive_owners)
+            ORDER BY k.relationship_id
+            LIMIT fan_out
+        ) AS l
     ),
     -- The walk from the seeds: dm_private.discovery_walk with no predicate
     -- hints, filter, exclusions, request time or deadline, carrying only the
@@ -599,11 +593,13 @@ BEGIN
         -- hundreds) through its recursive working tables to expand a few.
         SELECT t.entity_id AS target_id, x.via_id
         FROM (
-            SELECT DISTINCT links.entity_id
-            FROM links
-            LEFT JOIN seed_dist AS sd ON sd.entity_id = links.entity_id
+            SELECT DISTINCT le.entity_id
+            FROM (SELECT links.subject_entity_id AS entity_id FROM links
+                  UNION ALL
+                  SELECT links.object_entity_id FROM links WHERE links.object_entity_id IS NOT NULL) AS le
+            LEFT JOIN seed_dist AS sd ON sd.entity_id = le.entity_id
             WHERE sd.dist IS NULL OR sd.dist >= 2
-            ORDER BY links.entity_id
+            ORDER BY le.entity_id
         ) AS t
         CROSS JOIN LATERAL (
             SELECT y.via_id
@@ -639,11 +635,14 @@ BEGIN
         ) AS t
         GROUP BY t.entity_id
     )
-    SELECT links.evidence_id, pg_catalog.min(td.dist)::integer
+    -- Per evidence, the nearest of its links' endpoints (LEAST ignores the
+    -- endpoint that is not reached, or a literal object).
+    SELECT links.evidence_id, pg_catalog.min(LEAST(ts.dist, tob.dist))::integer
     FROM links
-    JOIN target_dist AS td ON td.entity_id = links.entity_id
+    LEFT JOIN target_dist AS ts ON ts.entity_id = links.subject_entity_id
+    LEFT JOIN target_dist AS tob ON tob.entity_id = links.object_entity_id
     GROUP BY links.evidence_id
-    HAVING pg_catalog.min(td.dist) <= hop_limit
+    HAVING pg_catalog.min(LEAST(ts.dist, tob.dist)) <= hop_limit
     ORDER BY links.evidence_id;
 END
 $$;

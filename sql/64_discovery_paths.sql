@@ -240,12 +240,14 @@ BEGIN
     ),
     conflict_refs AS MATERIALIZED (
         SELECT cs.relationship_id,
-               pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
-                   'relationship_id', cs.other_id,
-                   'kind', cs.kind,
-                   'owner_profile', pg_catalog.jsonb_build_object('profile_id', cs.other_owner, 'name', pn.name),
-                   'preferred', COALESCE(cs.preferred_relationship_id = cs.other_id, false),
-                   'superseded', cs.other_status = 'superseded')
+               pg_catalog.jsonb_agg(JSON_OBJECT(
+                   'relationship_id': cs.other_id,
+                   'kind': cs.kind::text,
+                   'owner_profile': JSON_OBJECT('profile_id': cs.other_owner, 'name': pn.name
+                                                ABSENT ON NULL RETURNING jsonb),
+                   'preferred': COALESCE(cs.preferred_relationship_id = cs.other_id, false),
+                   'superseded': cs.other_status = 'superseded'
+                   ABSENT ON NULL RETURNING jsonb)
                    ORDER BY cs.other_id) AS refs,
                pg_catalog.bool_or(cs.preferred_relationship_id = cs.relationship_id) AS is_preferred,
                pg_catalog.bool_or(cs.preferred_relationship_id IS NOT NULL
@@ -302,20 +304,28 @@ BEGIN
     ),
     edges AS MATERIALIZED (
         SELECT rels.relationship_id, su.evidence_ids, rels.subject_entity_id, rels.object_entity_id,
-               pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object(
-                   'relationship_id', rels.relationship_id,
-                   'subject', pg_catalog.jsonb_build_object('entity_id', se.entity_id, 'name', se.canonical_name),
-                   'predicate', rels.predicate,
-                   'object', CASE WHEN oe.entity_id IS NOT NULL THEN
-                       pg_catalog.jsonb_build_object('entity_id', oe.entity_id, 'name', oe.canonical_name) END,
-                   'object_value', rels.object_value,
-                   'polarity', rels.polarity,
-                   'owner_profile', CASE WHEN cr.refs IS NOT NULL OR COALESCE(co.corroborators, 0) > 0 THEN
-                       pg_catalog.jsonb_build_object('profile_id', rels.owner_profile_id, 'name',
+               -- The SQL/JSON constructor (argument types categorized once
+               -- per statement, not per row as jsonb_build_object does);
+               -- ABSENT ON NULL at every level drops what jsonb_strip_nulls
+               -- dropped.
+               JSON_OBJECT(
+                   'relationship_id': rels.relationship_id,
+                   'subject': JSON_OBJECT('entity_id': se.entity_id, 'name': se.canonical_name
+                                          ABSENT ON NULL RETURNING jsonb),
+                   'predicate': rels.predicate,
+                   'object': CASE WHEN oe.entity_id IS NOT NULL THEN
+                       JSON_OBJECT('entity_id': oe.entity_id, 'name': oe.canonical_name
+                                   ABSENT ON NULL RETURNING jsonb) END,
+                   'object_value': rels.object_value,
+                   'polarity': rels.polarity::text,
+                   'owner_profile': CASE WHEN cr.refs IS NOT NULL OR COALESCE(co.corroborators, 0) > 0 THEN
+                       JSON_OBJECT('profile_id': rels.owner_profile_id, 'name':
                            (SELECT op.name FROM dm_private.profiles AS op
-                            WHERE op.team_id = team AND op.profile_id = rels.owner_profile_id)) END,
-                   'preferred', CASE WHEN cr.is_preferred THEN true END,
-                   'conflicts', cr.refs)) AS edge_json,
+                            WHERE op.team_id = team AND op.profile_id = rels.owner_profile_id)
+                           ABSENT ON NULL RETURNING jsonb) END,
+                   'preferred': CASE WHEN cr.is_preferred THEN true END,
+                   'conflicts': cr.refs
+                   ABSENT ON NULL RETURNING jsonb) AS edge_json,
                (CASE WHEN ph.hit THEN 1.0 ELSE 0.0 END
                 + 0.4 * LEAST(
                     (CASE WHEN pg_catalog.string_to_array(se.normalized_name, ' ') OPERATOR(pg_catalog.&&) query_words
@@ -338,8 +348,8 @@ BEGIN
     ),
     paths AS (
         SELECT pool.relationship_ids,
-               CASE WHEN e2.relationship_id IS NULL THEN pg_catalog.jsonb_build_array(e1.edge_json)
-                    ELSE pg_catalog.jsonb_build_array(e1.edge_json, e2.edge_json) END AS edge_list,
+               CASE WHEN e2.relationship_id IS NULL THEN JSON_ARRAY(e1.edge_json RETURNING jsonb)
+                    ELSE JSON_ARRAY(e1.edge_json, e2.edge_json RETURNING jsonb) END AS edge_list,
                COALESCE(e1.evidence_ids, '{}') || COALESCE(e2.evidence_ids, '{}') AS evidence_ids,
                ARRAY[e1.subject_entity_id, e1.object_entity_id, e2.subject_entity_id, e2.object_entity_id]
                    AS entity_ids,
@@ -352,11 +362,12 @@ BEGIN
         WHERE pg_catalog.cardinality(pool.relationship_ids) = 1 OR e2.relationship_id IS NOT NULL
     )
     SELECT paths.relationship_ids, paths.entity_ids,
-           pg_catalog.jsonb_build_object(
-               'relationships', paths.edge_list,
-               'evidence_ids', pg_catalog.to_jsonb(ARRAY(
+           JSON_OBJECT(
+               'relationships': paths.edge_list,
+               'evidence_ids': pg_catalog.to_jsonb(ARRAY(
                    SELECT DISTINCT ev.id FROM pg_catalog.unnest(paths.evidence_ids) AS ev (id)
-                   ORDER BY ev.id LIMIT 5))) AS path
+                   ORDER BY ev.id LIMIT 5))
+               RETURNING jsonb) AS path
     FROM paths
     ORDER BY paths.score DESC, paths.relationship_ids;
 END
@@ -422,7 +433,9 @@ DECLARE
     seed_scores jsonb := '{}';
     inactive_owners uuid [] := '{}';
     candidate record;
-    chosen jsonb := '[]';
+    -- The chosen paths, collected as an array and turned into one JSON
+    -- array at the end (no jsonb concatenation per chosen path).
+    chosen jsonb [] := '{}';
     chosen_relationships uuid [] := '{}';
     path_entities uuid [] := '{}';
     used_bytes integer := 2;
@@ -578,14 +591,14 @@ BEGIN
         LOOP
             -- Greedy selection: skip a path whose every edge is already shown,
             -- stop at max_paths, the byte budget or the deadline.
-            EXIT WHEN pg_catalog.jsonb_array_length(chosen) >= max_paths;
+            EXIT WHEN pg_catalog.cardinality(chosen) >= max_paths;
             -- Past the deadline, keep what is chosen (at least the best path).
-            EXIT WHEN pg_catalog.jsonb_array_length(chosen) > 0 AND pg_catalog.clock_timestamp() >= deadline;
+            EXIT WHEN pg_catalog.cardinality(chosen) > 0 AND pg_catalog.clock_timestamp() >= deadline;
             CONTINUE WHEN candidate.relationship_ids OPERATOR(pg_catalog.<@) chosen_relationships;
             path_bytes := pg_catalog.octet_length(candidate.path::text) + 2;
             CONTINUE WHEN used_bytes + path_bytes > max_path_bytes;
             used_bytes := used_bytes + path_bytes;
-            chosen := chosen || pg_catalog.jsonb_build_array(candidate.path);
+            chosen := chosen || candidate.path;
             chosen_relationships := chosen_relationships || candidate.relationship_ids;
             path_entities := path_entities || pg_catalog.array_remove(candidate.entity_ids, NULL);
         END LOOP;
@@ -594,7 +607,7 @@ BEGIN
         degraded := degraded || 'discovery_time_budget'::text;
     END IF;
 
-    answer := pg_catalog.jsonb_build_object('discovery_paths', chosen);
+    answer := JSON_OBJECT('discovery_paths': pg_catalog.to_jsonb(chosen) RETURNING jsonb);
 
     -- Optional: related hypotheses, in their own field. A failure omits the
     -- field and is recorded; it never fails the recall.
