@@ -51,139 +51,50 @@ $$;
 COMMENT ON FUNCTION dm_private.discovery_setting(jsonb, text, integer, integer, integer) IS
 'A discovery setting of the ranking profile, clamped to [low, high]; fallback when absent or not a number.';
 
--- The candidate paths of one discovery call, best first: the walk, the
--- cheap score of every walked path, and the decoration of a pool of
--- 2 x max_paths of them (supporting evidence, conflicts, verified
--- corroboration, names, novelty). Phase 1 (cheap, all walked edges):
--- candidate paths scored by seed strength and predicate relevance, from the
--- walk's own columns. Phase 2 (the pool): supporting evidence, conflicts,
--- verified corroboration, names and novelty decide.
---
--- SECURITY DEFINER owned by densemem_searcher (an internal stage of
--- discovery_for_recall_embedded): its one statement names some 25 table
--- references, and under row-level security each would carry the policy's
--- InitPlan and filter. Instead the team is checked here exactly as the
--- invoker functions check it (dm_private.require_team: the authenticated
--- team, and for analysts a granted one), and every table reference in this
--- statement and in discovery_walk / single_valued_predicates carries the
--- explicit predicate team_id = that team. The scopes are read from the
--- authenticated setting here; the other arguments only narrow what is read
--- inside that team.
-CREATE OR REPLACE FUNCTION dm_private.discovery_candidate_paths(
+-- Conflict references and cross-author corroboration of a discovery call's
+-- pool edges. Called by discovery_candidate_paths only when some pool edge
+-- has a recorded conflict or an equivalent relationship of another author
+-- (the common call has neither, and then starts none of this plan). Per
+-- edge: up to three references to eligible conflicting relationships (or
+-- the one this edge superseded), whether this edge is the preferred side of
+-- a correction or overridden by an eligible, supported preferred other side,
+-- how many other authors challenge it, and how many other authors hold an
+-- eligible, supported equivalent. STABLE: it reads with the calling
+-- statement's snapshot, so the edges it re-reads are the walked ones.
+-- Executable only by densemem_searcher, inside the team-checked
+-- discovery_candidate_paths; it checks the team again and filters every
+-- table reference by it.
+CREATE OR REPLACE FUNCTION dm_private.discovery_edge_context(
     team uuid,
-    seed_ids uuid [],
-    seed_scores jsonb,
+    edge_ids uuid [],
     inactive_owners uuid [],
-    fan_out integer,
-    max_depth integer,
-    walk_edges integer,
-    max_paths integer,
     valid_at timestamptz,
-    known_at timestamptz,
-    hints text [],
-    predicate_allow text [],
     known_relationships uuid [],
-    seen_evidence uuid [],
-    query_lexemes text [],
-    query_words text [],
-    deadline timestamptz
+    scopes text []
 )
-RETURNS TABLE (path_relationship_ids uuid [], path_entity_ids uuid [], path_json jsonb)
+RETURNS TABLE (
+    context_relationship_id uuid,
+    refs jsonb,
+    is_preferred boolean,
+    is_overridden boolean,
+    challengers bigint,
+    corroborators bigint
+)
 LANGUAGE plpgsql
-VOLATILE
-SECURITY DEFINER
+STABLE
 SET search_path = ''
 SET plan_cache_mode = 'force_generic_plan'
 AS $$
-DECLARE
-    checked_team constant uuid := dm_private.require_team(discovery_candidate_paths.team);
-    scopes constant text [] := dm_private.authenticated_scopes();
 BEGIN
-    IF checked_team IS DISTINCT FROM discovery_candidate_paths.team THEN
+    IF dm_private.require_team(discovery_edge_context.team) IS DISTINCT FROM discovery_edge_context.team THEN
         RAISE EXCEPTION 'team_id does not match the authenticated team' USING ERRCODE = '42501';
     END IF;
     RETURN QUERY
-    WITH walk AS MATERIALIZED (
-        SELECT w.*
-        FROM dm_private.discovery_walk(team, seed_ids, fan_out, max_depth, walk_edges, valid_at, known_at,
-                                       hints, predicate_allow, known_relationships, deadline) AS w
-    ),
-    predicate_hits AS MATERIALIZED (
-        -- A hinted predicate, or one with a word that starts with a query
-        -- lexeme ("works_on" for "work"): no text-search call per predicate.
-        SELECT d.predicate,
-               (d.predicate = ANY(hints)
-                OR EXISTS (SELECT 1
-                           FROM pg_catalog.unnest(pg_catalog.string_to_array(d.predicate, '_')) AS pw (word)
-                           CROSS JOIN pg_catalog.unnest(query_lexemes) AS ql (lexeme)
-                           WHERE pg_catalog.length(ql.lexeme) >= 3
-                             AND pg_catalog.starts_with(pw.word, ql.lexeme))) AS hit
-        FROM (SELECT DISTINCT walk.predicate FROM walk) AS d
-    ),
-    cheap_paths AS (
-        SELECT ARRAY[w.relationship_id] AS relationship_ids, w.root_entity_id,
-               0.2 * COALESCE((seed_scores ->> w.root_entity_id::text)::double precision, 0)
-               + CASE WHEN ph.hit THEN 1.0 ELSE 0.0 END AS score
-        FROM walk AS w
-        JOIN predicate_hits AS ph ON ph.predicate = w.predicate
-        WHERE w.depth = 1
-        UNION ALL
-        SELECT ARRAY[w.parent_relationship_id, w.relationship_id], w.root_entity_id,
-               0.2 * COALESCE((seed_scores ->> w.root_entity_id::text)::double precision, 0)
-               + ((CASE WHEN p1.hit THEN 1.0 ELSE 0.0 END) + (CASE WHEN p2.hit THEN 1.0 ELSE 0.0 END)) / 2.0 - 0.2
-        FROM walk AS w
-        JOIN predicate_hits AS p1 ON p1.predicate = w.parent_predicate
-        JOIN predicate_hits AS p2 ON p2.predicate = w.predicate
-        WHERE w.depth = 2
-    ),
-    pool AS MATERIALIZED (
-        SELECT d.relationship_ids, d.root_entity_id
-        FROM (SELECT DISTINCT ON (cp.relationship_ids) cp.*
-              FROM cheap_paths AS cp
-              ORDER BY cp.relationship_ids, cp.score DESC) AS d
-        ORDER BY d.score DESC, d.relationship_ids
-        LIMIT GREATEST(2 * max_paths, 6)
-    ),
-    rels AS MATERIALIZED (
-        SELECT DISTINCT ON (w.relationship_id) w.relationship_id, w.subject_entity_id, w.object_entity_id,
-               w.object_value, w.predicate, w.polarity, w.owner_profile_id, w.semantic_group
-        FROM walk AS w
-        WHERE w.relationship_id IN (SELECT pg_catalog.unnest(pool.relationship_ids) FROM pool)
-        ORDER BY w.relationship_id
-    ),
-    links AS MATERIALIZED (
-        SELECT re.relationship_id, re.evidence_id
-        FROM rels
-        JOIN dm_private.relationship_evidence AS re
-          ON re.team_id = team AND re.relationship_id = rels.relationship_id
-        WHERE re.accepted
-    ),
-    -- Supporting evidence must be eligible itself (same rule as default
-    -- recall: active, current revision, active owner, request time, policy).
-    eligible_evidence AS MATERIALIZED (
-        SELECT ev.evidence_id
-        FROM (SELECT DISTINCT links.evidence_id FROM links) AS l
-        JOIN dm_private.evidence AS ev ON ev.team_id = team AND ev.evidence_id = l.evidence_id
-        JOIN dm_private.source_revisions AS sr
-          ON sr.team_id = team AND sr.source_id = ev.source_id AND sr.revision_id = ev.revision_id
-        WHERE ev.state = 'active' AND sr.is_current AND ev.owner_profile_id <> ALL(inactive_owners)
-          AND (valid_at IS NULL OR ((ev.valid_from IS NULL OR ev.valid_from <= valid_at)
-                                    AND (ev.valid_to IS NULL OR valid_at < ev.valid_to)))
-          AND (CASE WHEN known_at IS NULL THEN ev.known_to IS NULL OR ev.known_to > pg_catalog.now()
-                    ELSE ev.known_from <= known_at AND (ev.known_to IS NULL OR known_at < ev.known_to) END)
-          AND NOT EXISTS (
-              SELECT 1 FROM pg_catalog.jsonb_each(ev.labels) AS lb (key, value)
-              WHERE lb.value = 'true'::jsonb AND NOT (lb.key = ANY(scopes)))
-    ),
-    support AS (
-        SELECT links.relationship_id,
-               (pg_catalog.array_agg(links.evidence_id
-                                     ORDER BY (links.evidence_id = ANY(seen_evidence)), links.evidence_id))[1:3]
-                   AS evidence_ids,
-               pg_catalog.count(*) FILTER (WHERE NOT (links.evidence_id = ANY(seen_evidence))) AS novel
-        FROM links
-        JOIN eligible_evidence AS ee ON ee.evidence_id = links.evidence_id
-        GROUP BY links.relationship_id
+    WITH rels AS MATERIALIZED (
+        SELECT r.relationship_id, r.subject_entity_id, r.object_entity_id, r.object_value, r.predicate,
+               r.polarity, r.owner_profile_id, r.semantic_group
+        FROM dm_private.relationships AS r
+        WHERE r.team_id = team AND r.relationship_id = ANY(edge_ids)
     ),
     -- Recorded disagreements (the write path fills dm_private.conflicts).
     recorded AS MATERIALIZED (
@@ -301,6 +212,178 @@ BEGIN
                     SELECT 1 FROM pg_catalog.jsonb_each(oev.labels) AS l (key, value)
                     WHERE l.value = 'true'::jsonb AND NOT (l.key = ANY(scopes))))
         GROUP BY rels.relationship_id
+    )
+    SELECT COALESCE(cr.relationship_id, co.relationship_id), cr.refs, cr.is_preferred, cr.is_overridden,
+           cr.challengers, co.corroborators
+    FROM conflict_refs AS cr
+    FULL JOIN corroboration AS co ON co.relationship_id = cr.relationship_id;
+END
+$$;
+COMMENT ON FUNCTION dm_private.discovery_edge_context(uuid, uuid [], uuid [], timestamptz, uuid [], text []) IS
+'Internal stage of discovery_candidate_paths: conflict references, preferred / overridden flags, challengers and cross-author corroborators of the given pool edges. Executable by densemem_searcher only.';
+REVOKE ALL ON FUNCTION dm_private.discovery_edge_context(uuid, uuid [], uuid [], timestamptz, uuid [], text []) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION dm_private.discovery_edge_context(uuid, uuid [], uuid [], timestamptz, uuid [], text []) TO
+densemem_searcher;
+
+-- The candidate paths of one discovery call, best first: the walk, the
+-- cheap score of every walked path, and the decoration of a pool of
+-- 2 x max_paths of them (supporting evidence, conflicts, verified
+-- corroboration, names, novelty). Phase 1 (cheap, all walked edges):
+-- candidate paths scored by seed strength and predicate relevance, from the
+-- walk's own columns. Phase 2 (the pool): supporting evidence, conflicts,
+-- verified corroboration, names and novelty decide.
+--
+-- SECURITY DEFINER owned by densemem_searcher (an internal stage of
+-- discovery_for_recall_embedded): its one statement names some 25 table
+-- references, and under row-level security each would carry the policy's
+-- InitPlan and filter. Instead the team is checked here exactly as the
+-- invoker functions check it (dm_private.require_team: the authenticated
+-- team, and for analysts a granted one), and every table reference in this
+-- statement and in discovery_walk / single_valued_predicates carries the
+-- explicit predicate team_id = that team. The scopes are read from the
+-- authenticated setting here; the other arguments only narrow what is read
+-- inside that team.
+CREATE OR REPLACE FUNCTION dm_private.discovery_candidate_paths(
+    team uuid,
+    seed_ids uuid [],
+    seed_scores jsonb,
+    inactive_owners uuid [],
+    fan_out integer,
+    max_depth integer,
+    walk_edges integer,
+    max_paths integer,
+    valid_at timestamptz,
+    known_at timestamptz,
+    hints text [],
+    predicate_allow text [],
+    known_relationships uuid [],
+    seen_evidence uuid [],
+    query_lexemes text [],
+    query_words text [],
+    deadline timestamptz
+)
+RETURNS TABLE (path_relationship_ids uuid [], path_entity_ids uuid [], path_json jsonb)
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = ''
+SET plan_cache_mode = 'force_generic_plan'
+AS $$
+DECLARE
+    checked_team constant uuid := dm_private.require_team(discovery_candidate_paths.team);
+    -- A predicate is relevant when hinted, or when one of its words starts
+    -- with a query lexeme of three or more characters ("works_on" for
+    -- "work"): a word starts at the beginning or after an underscore, and
+    -- lexemes hold no underscore (discovery_lexemes reads "_" as a space),
+    -- so one regular expression, (^|_)(lexeme|...) with every other
+    -- character escaped, decides it per walked edge. NULL (no such lexeme)
+    -- matches nothing.
+    hit_pattern constant text := (
+        SELECT '(^|_)(' || pg_catalog.string_agg(pg_catalog.regexp_replace(ql.lexeme, '([^[:alnum:]])', '\\\1', 'g'),
+                                                 '|') || ')'
+        FROM pg_catalog.unnest(query_lexemes) AS ql (lexeme)
+        WHERE pg_catalog.length(ql.lexeme) >= 3);
+    scopes constant text [] := dm_private.authenticated_scopes();
+BEGIN
+    IF checked_team IS DISTINCT FROM discovery_candidate_paths.team THEN
+        RAISE EXCEPTION 'team_id does not match the authenticated team' USING ERRCODE = '42501';
+    END IF;
+    RETURN QUERY
+    WITH walk AS MATERIALIZED (
+        SELECT w.*,
+               COALESCE(w.predicate = ANY(hints) OR w.predicate OPERATOR(pg_catalog.~) hit_pattern, false) AS hit,
+               COALESCE(w.parent_predicate = ANY(hints) OR w.parent_predicate OPERATOR(pg_catalog.~) hit_pattern,
+                        false) AS parent_hit
+        FROM dm_private.discovery_walk(team, seed_ids, fan_out, max_depth, walk_edges, valid_at, known_at,
+                                       hints, predicate_allow, known_relationships, deadline) AS w
+    ),
+    cheap_paths AS (
+        SELECT ARRAY[w.relationship_id] AS relationship_ids, w.root_entity_id,
+               0.2 * COALESCE((seed_scores ->> w.root_entity_id::text)::double precision, 0)
+               + CASE WHEN w.hit THEN 1.0 ELSE 0.0 END AS score
+        FROM walk AS w
+        WHERE w.depth = 1
+        UNION ALL
+        SELECT ARRAY[w.parent_relationship_id, w.relationship_id], w.root_entity_id,
+               0.2 * COALESCE((seed_scores ->> w.root_entity_id::text)::double precision, 0)
+               + ((CASE WHEN w.parent_hit THEN 1.0 ELSE 0.0 END) + (CASE WHEN w.hit THEN 1.0 ELSE 0.0 END)) / 2.0 - 0.2
+        FROM walk AS w
+        WHERE w.depth = 2
+    ),
+    pool AS MATERIALIZED (
+        SELECT d.relationship_ids, d.root_entity_id
+        FROM (SELECT DISTINCT ON (cp.relationship_ids) cp.*
+              FROM cheap_paths AS cp
+              ORDER BY cp.relationship_ids, cp.score DESC) AS d
+        ORDER BY d.score DESC, d.relationship_ids
+        LIMIT GREATEST(2 * max_paths, 6)
+    ),
+    rels AS MATERIALIZED (
+        SELECT DISTINCT ON (w.relationship_id) w.relationship_id, w.subject_entity_id, w.object_entity_id,
+               w.object_value, w.predicate, w.polarity, w.owner_profile_id, w.semantic_group, w.hit
+        FROM walk AS w
+        WHERE w.relationship_id IN (SELECT pg_catalog.unnest(pool.relationship_ids) FROM pool)
+        ORDER BY w.relationship_id
+    ),
+    links AS MATERIALIZED (
+        SELECT re.relationship_id, re.evidence_id
+        FROM rels
+        JOIN dm_private.relationship_evidence AS re
+          ON re.team_id = team AND re.relationship_id = rels.relationship_id
+        WHERE re.accepted
+    ),
+    -- Supporting evidence must be eligible itself (same rule as default
+    -- recall: active, current revision, active owner, request time, policy).
+    eligible_evidence AS MATERIALIZED (
+        SELECT ev.evidence_id
+        FROM (SELECT DISTINCT links.evidence_id FROM links) AS l
+        JOIN dm_private.evidence AS ev ON ev.team_id = team AND ev.evidence_id = l.evidence_id
+        JOIN dm_private.source_revisions AS sr
+          ON sr.team_id = team AND sr.source_id = ev.source_id AND sr.revision_id = ev.revision_id
+        WHERE ev.state = 'active' AND sr.is_current AND ev.owner_profile_id <> ALL(inactive_owners)
+          AND (valid_at IS NULL OR ((ev.valid_from IS NULL OR ev.valid_from <= valid_at)
+                                    AND (ev.valid_to IS NULL OR valid_at < ev.valid_to)))
+          AND (CASE WHEN known_at IS NULL THEN ev.known_to IS NULL OR ev.known_to > pg_catalog.now()
+                    ELSE ev.known_from <= known_at AND (ev.known_to IS NULL OR known_at < ev.known_to) END)
+          AND NOT EXISTS (
+              SELECT 1 FROM pg_catalog.jsonb_each(ev.labels) AS lb (key, value)
+              WHERE lb.value = 'true'::jsonb AND NOT (lb.key = ANY(scopes)))
+    ),
+    support AS (
+        SELECT links.relationship_id,
+               (pg_catalog.array_agg(links.evidence_id
+                                     ORDER BY (links.evidence_id = ANY(seen_evidence)), links.evidence_id))[1:3]
+                   AS evidence_ids,
+               pg_catalog.count(*) FILTER (WHERE NOT (links.evidence_id = ANY(seen_evidence))) AS novel
+        FROM links
+        JOIN eligible_evidence AS ee ON ee.evidence_id = links.evidence_id
+        GROUP BY links.relationship_id
+    ),
+    -- Conflicts and cross-author corroboration (discovery_edge_context),
+    -- computed only when some pool edge has a recorded conflict (either
+    -- side) or an equivalent relationship of another author (same semantic
+    -- group, or same endpoints, predicate and polarity): without one, both
+    -- are empty by definition, and this statement starts and runs none of
+    -- their plan. The probes below are a superset of what either part reads.
+    context AS MATERIALIZED (
+        SELECT x.context_relationship_id AS relationship_id, x.refs, x.is_preferred, x.is_overridden,
+               x.challengers, x.corroborators
+        FROM dm_private.discovery_edge_context(team, ARRAY(SELECT rels.relationship_id FROM rels), inactive_owners,
+                                               valid_at, known_relationships, scopes) AS x
+        WHERE EXISTS (
+            SELECT 1
+            FROM rels
+            WHERE EXISTS (SELECT 1 FROM dm_private.conflicts AS c
+                          WHERE c.team_id = team AND c.relationship_id = rels.relationship_id)
+               OR EXISTS (SELECT 1 FROM dm_private.conflicts AS c
+                          WHERE c.team_id = team AND c.conflicting_relationship_id = rels.relationship_id)
+               OR EXISTS (SELECT 1 FROM dm_private.relationships AS o
+                          WHERE o.team_id = team AND o.semantic_group = rels.semantic_group
+                            AND o.owner_profile_id <> rels.owner_profile_id)
+               OR EXISTS (SELECT 1 FROM dm_private.relationships AS o
+                          WHERE o.team_id = team AND o.subject_entity_id = rels.subject_entity_id
+                            AND o.predicate = rels.predicate AND o.object_entity_id = rels.object_entity_id
+                            AND o.polarity = rels.polarity AND o.owner_profile_id <> rels.owner_profile_id))
     ),
     edges AS MATERIALIZED (
         SELECT rels.relationship_id, su.evidence_ids, rels.subject_entity_id, rels.object_entity_id,
@@ -318,33 +401,31 @@ BEGIN
                                    ABSENT ON NULL RETURNING jsonb) END,
                    'object_value': rels.object_value,
                    'polarity': rels.polarity::text,
-                   'owner_profile': CASE WHEN cr.refs IS NOT NULL OR COALESCE(co.corroborators, 0) > 0 THEN
+                   'owner_profile': CASE WHEN cx.refs IS NOT NULL OR COALESCE(cx.corroborators, 0) > 0 THEN
                        JSON_OBJECT('profile_id': rels.owner_profile_id, 'name':
                            (SELECT op.name FROM dm_private.profiles AS op
                             WHERE op.team_id = team AND op.profile_id = rels.owner_profile_id)
                            ABSENT ON NULL RETURNING jsonb) END,
-                   'preferred': CASE WHEN cr.is_preferred THEN true END,
-                   'conflicts': cr.refs
+                   'preferred': CASE WHEN cx.is_preferred THEN true END,
+                   'conflicts': cx.refs
                    ABSENT ON NULL RETURNING jsonb) AS edge_json,
-               (CASE WHEN ph.hit THEN 1.0 ELSE 0.0 END
+               (CASE WHEN rels.hit THEN 1.0 ELSE 0.0 END
                 + 0.4 * LEAST(
                     (CASE WHEN pg_catalog.string_to_array(se.normalized_name, ' ') OPERATOR(pg_catalog.&&) query_words
                           THEN 1 ELSE 0 END)
                     + (CASE WHEN pg_catalog.string_to_array(
                                      COALESCE(oe.normalized_name, pg_catalog.lower(pg_catalog.left(rels.object_value, 200))),
                                      ' ') OPERATOR(pg_catalog.&&) query_words THEN 1 ELSE 0 END), 2)
-                + 0.25 * LEAST(COALESCE(co.corroborators, 0), 3)
-                - 0.25 * LEAST(COALESCE(cr.challengers, 0), 2)
-                + CASE WHEN cr.is_preferred THEN 0.6 ELSE 0.0 END
-                - CASE WHEN cr.is_overridden THEN 0.6 ELSE 0.0 END
+                + 0.25 * LEAST(COALESCE(cx.corroborators, 0), 3)
+                - 0.25 * LEAST(COALESCE(cx.challengers, 0), 2)
+                + CASE WHEN cx.is_preferred THEN 0.6 ELSE 0.0 END
+                - CASE WHEN cx.is_overridden THEN 0.6 ELSE 0.0 END
                 + CASE WHEN su.novel > 0 THEN 0.3 ELSE 0.0 END)::double precision AS edge_score
         FROM rels
         JOIN support AS su ON su.relationship_id = rels.relationship_id
-        JOIN predicate_hits AS ph ON ph.predicate = rels.predicate
         JOIN dm_private.entities AS se ON se.team_id = team AND se.entity_id = rels.subject_entity_id
         LEFT JOIN dm_private.entities AS oe ON oe.team_id = team AND oe.entity_id = rels.object_entity_id
-        LEFT JOIN conflict_refs AS cr ON cr.relationship_id = rels.relationship_id
-        LEFT JOIN corroboration AS co ON co.relationship_id = rels.relationship_id
+        LEFT JOIN context AS cx ON cx.relationship_id = rels.relationship_id
     ),
     paths AS (
         SELECT pool.relationship_ids,
