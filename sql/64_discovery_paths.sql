@@ -552,9 +552,19 @@ BEGIN
                SELECT x.item #>> '{}' FROM pg_catalog.jsonb_array_elements(cfg -> 'predicates') AS x (item)) END,
            lx.lexemes,
            -- Query words (as entity names are normalized, stop words and short
-           -- words dropped): relevance of the endpoint names of an edge.
+           -- words dropped): relevance of the endpoint names of an edge. These
+           -- are the one-word n-grams of dm_private.discovery_name_ngrams (the
+           -- same normalization, written out here: no function call building
+           -- every 1- to 4-word n-gram to keep only the single words; keep
+           -- the two in step).
            ARRAY(
-               SELECT g.word FROM pg_catalog.unnest(dm_private.discovery_name_ngrams(query)) AS g (word)
+               SELECT g.word
+               FROM pg_catalog.unnest((pg_catalog.regexp_split_to_array(
+                        pg_catalog.btrim(pg_catalog.regexp_replace(
+                            pg_catalog.regexp_replace(pg_catalog.lower(pg_catalog.left(COALESCE(query, ''), 2000)),
+                                                      '''s\M', '', 'g'),
+                            '[?!,;:"()\[\]{}]+|\.(\s|$)|\s''|''(\s|$)|^''', ' ', 'g')),
+                        '\s+'))[1:32]) AS g (word)
                WHERE pg_catalog.strpos(g.word, ' ') = 0 AND pg_catalog.length(g.word) >= 3
                  AND pg_catalog.length(pg_catalog.to_tsvector('english'::regconfig, g.word)) > 0),
            -- Any query lexeme: relevance of predicates. An empty query matches nothing.
