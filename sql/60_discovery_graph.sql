@@ -532,17 +532,20 @@ BEGIN
     -- depth and the entity reached (no function call, no 15-column
     -- tuplestore). The same index ranges in the same order and the same
     -- edge cap, so the same edges: keep the two in step. Cycle detection is
-    -- the CYCLE clause written out over a uuid[] path (a row reaching an
-    -- entity already on its path is marked and not expanded; a NULL entity,
-    -- a literal object, is never a cycle and never expanded), instead of the
-    -- clause's array of row values compared with record_eq per row.
-    seed_walk (depth, to_entity_id, is_cycle, visited) AS (
-        SELECT 0, s.entity_id, false, ARRAY[s.entity_id]
+    -- the CYCLE clause written out (a row reaching an entity already on its
+    -- path is marked and not expanded; a NULL entity, a literal object, is
+    -- never a cycle and never expanded). With at most two hops a path is
+    -- (root, entity reached): the root entity and the entity the row
+    -- expands are all it can revisit, two columns instead of a growing
+    -- array copied into every row.
+    seed_walk (depth, to_entity_id, is_cycle, root_entity_id) AS (
+        SELECT 0, s.entity_id, false, s.entity_id
         FROM (SELECT DISTINCT u.entity_id FROM pg_catalog.unnest(seed_entity_ids) AS u (entity_id)
               WHERE u.entity_id IS NOT NULL) AS s
         UNION ALL
-        SELECT w.depth + 1, x.next_entity_id, COALESCE(x.next_entity_id = ANY(w.visited), false),
-               w.visited || x.next_entity_id
+        SELECT w.depth + 1, x.next_entity_id,
+               COALESCE(x.next_entity_id = w.root_entity_id OR x.next_entity_id = w.to_entity_id, false),
+               w.root_entity_id
         FROM seed_walk AS w
         CROSS JOIN LATERAL (
             SELECT y.next_entity_id

@@ -592,7 +592,10 @@ BEGIN
                   SELECT pg_catalog.string_agg(COALESCE(x.item ->> 'term', x.item ->> 'text', x.item #>> '{}'), ' ')
                   FROM pg_catalog.jsonb_array_elements(
                       CASE WHEN pg_catalog.jsonb_typeof(prs -> 'terms') = 'array' THEN prs -> 'terms' ELSE '[]'::jsonb END)
-                      AS x (item)), '')) AS lexemes) AS lx;
+                      AS x (item)), '')) AS lexemes
+          -- OFFSET 0: evaluated once (a flattened sub-select ran the
+          -- function once per reference to lx.lexemes).
+          OFFSET 0) AS lx;
     deadline := started + pg_catalog.make_interval(secs => time_budget_ms / 1000.0);
     -- The walk needs no more edges than a pool of candidate paths can use:
     -- max_edges is the cap, six edges per requested path the working size.
