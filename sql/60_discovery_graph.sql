@@ -228,7 +228,7 @@ ALTER FUNCTION dm_private.discovery_entity_seeds(uuid, text, public.vector, inte
 -- The bounded adjacency walk. A recursive CTE over the indexed outgoing
 -- (relationships_outgoing_idx) and incoming (relationships_incoming_idx)
 -- edges of each frontier entity: LATERAL (... LIMIT fan_out) per entity and
--- direction, predicate-hinted edges first; CYCLE on the entity; depth <= 2;
+-- direction, predicate-hinted edges first; cycle detection on the entity; depth <= 2;
 -- the outer LIMIT caps total edges (the CTE is evaluated only as far as
 -- rows are fetched); a clock check stops expansion beyond the seeds' own
 -- edges at the deadline (the seeds' edges are bounded by seeds x fan-out, so
@@ -280,18 +280,25 @@ BEGIN
     RETURN QUERY
     WITH RECURSIVE walk (depth, relationship_id, from_entity_id, to_entity_id, parent_relationship_id,
                          root_entity_id, outgoing, subject_entity_id, predicate, object_entity_id, object_value,
-                         polarity, owner_profile_id, semantic_group, parent_predicate, inactive_owners) AS (
+                         polarity, owner_profile_id, semantic_group, parent_predicate, inactive_owners,
+                         is_cycle) AS (
         SELECT 0, NULL::uuid, NULL::uuid, s.entity_id, NULL::uuid, s.entity_id, NULL::boolean,
                NULL::uuid, NULL::text, NULL::uuid, NULL::text, NULL::dm_private.relationship_polarity, NULL::uuid,
                NULL::text, NULL::text,
                ARRAY(SELECT p.profile_id FROM dm_private.profiles AS p
-                     WHERE p.team_id = walk_team_id AND p.state <> 'active')
+                     WHERE p.team_id = walk_team_id AND p.state <> 'active'),
+               false
         FROM (SELECT DISTINCT u.entity_id FROM pg_catalog.unnest(seed_entity_ids) AS u (entity_id)
               WHERE u.entity_id IS NOT NULL) AS s
         UNION ALL
         SELECT w.depth + 1, x.relationship_id, w.to_entity_id, x.next_entity_id, w.relationship_id,
                w.root_entity_id, x.outgoing, x.subject_entity_id, x.predicate, x.object_entity_id, x.object_value,
-               x.polarity, x.owner_profile_id, x.semantic_group, w.predicate, w.inactive_owners
+               x.polarity, x.owner_profile_id, x.semantic_group, w.predicate, w.inactive_owners,
+               -- Cycle detection (the CYCLE clause written out): with at most
+               -- two hops a path is (root, entity expanded), so a row revisits
+               -- its path exactly when it reaches one of those two; a literal
+               -- object (NULL entity) never does.
+               COALESCE(x.next_entity_id = w.root_entity_id OR x.next_entity_id = w.to_entity_id, false)
         FROM walk AS w
         CROSS JOIN LATERAL (
             SELECT y.*
@@ -368,7 +375,8 @@ BEGIN
         WHERE w.depth < LEAST(GREATEST(max_depth, 0), 2)
           AND w.to_entity_id IS NOT NULL
           AND (w.depth = 0 OR deadline IS NULL OR pg_catalog.clock_timestamp() < deadline)
-    ) CYCLE to_entity_id SET is_cycle USING visited
+          AND NOT w.is_cycle
+    )
     SELECT walk.depth, walk.relationship_id, walk.from_entity_id, walk.to_entity_id,
            walk.parent_relationship_id, walk.root_entity_id, walk.outgoing, walk.subject_entity_id, walk.predicate,
            walk.object_entity_id, walk.object_value, walk.polarity, walk.owner_profile_id, walk.semantic_group,

@@ -345,9 +345,12 @@ BEGIN
                                     AND (ev.valid_to IS NULL OR valid_at < ev.valid_to)))
           AND (CASE WHEN known_at IS NULL THEN ev.known_to IS NULL OR ev.known_to > pg_catalog.now()
                     ELSE ev.known_from <= known_at AND (ev.known_to IS NULL OR known_at < ev.known_to) END)
-          AND NOT EXISTS (
-              SELECT 1 FROM pg_catalog.jsonb_each(ev.labels) AS lb (key, value)
-              WHERE lb.value = 'true'::jsonb AND NOT (lb.key = ANY(scopes)))
+          -- No label, or every true label covered by the scopes (the empty
+          -- object first: no jsonb_each scan for unlabeled evidence).
+          AND (ev.labels = '{}'::jsonb
+               OR NOT EXISTS (
+                   SELECT 1 FROM pg_catalog.jsonb_each(ev.labels) AS lb (key, value)
+                   WHERE lb.value = 'true'::jsonb AND NOT (lb.key = ANY(scopes))))
     ),
     support AS (
         SELECT links.relationship_id,
@@ -624,12 +627,14 @@ BEGIN
                 -- Accepted links of the returned evidence to eligible (active,
                 -- validated_claim or fact) relationships: evidence_entity_links
                 -- (migration 0038) holds exactly those, with both endpoints.
+                -- Both endpoints from one set-returning projection, subject
+                -- then object per link (no VALUES scan per link).
                 SELECT ends.entity_id
-                FROM dm_private.evidence_entity_links AS k
-                CROSS JOIN LATERAL (VALUES (k.subject_entity_id), (k.object_entity_id)) AS ends (entity_id)
-                WHERE k.team_id = team
-                  AND k.evidence_id = ANY(returned)
-                  AND ends.entity_id IS NOT NULL
+                FROM (SELECT pg_catalog.unnest(ARRAY[k.subject_entity_id, k.object_entity_id]) AS entity_id
+                      FROM dm_private.evidence_entity_links AS k
+                      WHERE k.team_id = team
+                        AND k.evidence_id = ANY(returned)) AS ends
+                WHERE ends.entity_id IS NOT NULL
                 LIMIT 200
             ) AS l
         ),
