@@ -325,43 +325,6 @@ BEGIN
         WHERE w.relationship_id IN (SELECT pg_catalog.unnest(pool.relationship_ids) FROM pool)
         ORDER BY w.relationship_id
     ),
-    links AS MATERIALIZED (
-        SELECT re.relationship_id, re.evidence_id
-        FROM rels
-        JOIN dm_private.relationship_evidence AS re
-          ON re.team_id = team AND re.relationship_id = rels.relationship_id
-        WHERE re.accepted
-    ),
-    -- Supporting evidence must be eligible itself (same rule as default
-    -- recall: active, current revision, active owner, request time, policy).
-    eligible_evidence AS MATERIALIZED (
-        SELECT ev.evidence_id
-        FROM (SELECT DISTINCT links.evidence_id FROM links) AS l
-        JOIN dm_private.evidence AS ev ON ev.team_id = team AND ev.evidence_id = l.evidence_id
-        JOIN dm_private.source_revisions AS sr
-          ON sr.team_id = team AND sr.source_id = ev.source_id AND sr.revision_id = ev.revision_id
-        WHERE ev.state = 'active' AND sr.is_current AND ev.owner_profile_id <> ALL(inactive_owners)
-          AND (valid_at IS NULL OR ((ev.valid_from IS NULL OR ev.valid_from <= valid_at)
-                                    AND (ev.valid_to IS NULL OR valid_at < ev.valid_to)))
-          AND (CASE WHEN known_at IS NULL THEN ev.known_to IS NULL OR ev.known_to > pg_catalog.now()
-                    ELSE ev.known_from <= known_at AND (ev.known_to IS NULL OR known_at < ev.known_to) END)
-          -- No label, or every true label covered by the scopes (the empty
-          -- object first: no jsonb_each scan for unlabeled evidence).
-          AND (ev.labels = '{}'::jsonb
-               OR NOT EXISTS (
-                   SELECT 1 FROM pg_catalog.jsonb_each(ev.labels) AS lb (key, value)
-                   WHERE lb.value = 'true'::jsonb AND NOT (lb.key = ANY(scopes))))
-    ),
-    support AS (
-        SELECT links.relationship_id,
-               (pg_catalog.array_agg(links.evidence_id
-                                     ORDER BY (links.evidence_id = ANY(seen_evidence)), links.evidence_id))[1:3]
-                   AS evidence_ids,
-               pg_catalog.count(*) FILTER (WHERE NOT (links.evidence_id = ANY(seen_evidence))) AS novel
-        FROM links
-        JOIN eligible_evidence AS ee ON ee.evidence_id = links.evidence_id
-        GROUP BY links.relationship_id
-    ),
     -- Conflicts and cross-author corroboration (discovery_edge_context),
     -- computed only when some pool edge has a recorded conflict (either
     -- side) or an equivalent relationship of another author (same semantic
@@ -425,10 +388,37 @@ BEGIN
                 - CASE WHEN cx.is_overridden THEN 0.6 ELSE 0.0 END
                 + CASE WHEN su.novel > 0 THEN 0.3 ELSE 0.0 END)::double precision AS edge_score
         FROM rels
-        JOIN support AS su ON su.relationship_id = rels.relationship_id
+        -- Supporting evidence of the edge, which must be eligible itself
+        -- (same rule as default recall: active, current revision, active
+        -- owner, request time, policy): the first three, unseen first, and
+        -- whether any is unseen. An edge without any is not a candidate.
+        CROSS JOIN LATERAL (
+            SELECT (pg_catalog.array_agg(x.evidence_id ORDER BY x.seen, x.evidence_id))[1:3] AS evidence_ids,
+                   pg_catalog.count(*) FILTER (WHERE NOT x.seen) AS novel
+            FROM (
+                SELECT re.evidence_id, (re.evidence_id = ANY(seen_evidence)) AS seen
+                FROM dm_private.relationship_evidence AS re
+                JOIN dm_private.evidence AS ev ON ev.team_id = team AND ev.evidence_id = re.evidence_id
+                JOIN dm_private.source_revisions AS sr
+                  ON sr.team_id = team AND sr.source_id = ev.source_id AND sr.revision_id = ev.revision_id
+                WHERE re.team_id = team AND re.relationship_id = rels.relationship_id AND re.accepted
+                  AND ev.state = 'active' AND sr.is_current AND ev.owner_profile_id <> ALL(inactive_owners)
+                  AND (valid_at IS NULL OR ((ev.valid_from IS NULL OR ev.valid_from <= valid_at)
+                                            AND (ev.valid_to IS NULL OR valid_at < ev.valid_to)))
+                  AND (CASE WHEN known_at IS NULL THEN ev.known_to IS NULL OR ev.known_to > pg_catalog.now()
+                            ELSE ev.known_from <= known_at AND (ev.known_to IS NULL OR known_at < ev.known_to) END)
+                  -- No label, or every true label covered by the scopes (the
+                  -- empty object first: no jsonb_each scan for unlabeled evidence).
+                  AND (ev.labels = '{}'::jsonb
+                       OR NOT EXISTS (
+                           SELECT 1 FROM pg_catalog.jsonb_each(ev.labels) AS lb (key, value)
+                           WHERE lb.value = 'true'::jsonb AND NOT (lb.key = ANY(scopes))))
+            ) AS x
+        ) AS su
         JOIN dm_private.entities AS se ON se.team_id = team AND se.entity_id = rels.subject_entity_id
         LEFT JOIN dm_private.entities AS oe ON oe.team_id = team AND oe.entity_id = rels.object_entity_id
         LEFT JOIN context AS cx ON cx.relationship_id = rels.relationship_id
+        WHERE su.evidence_ids IS NOT NULL
     ),
     paths AS (
         SELECT pool.relationship_ids,
