@@ -228,7 +228,7 @@ ALTER FUNCTION dm_private.discovery_entity_seeds(uuid, text, public.vector, inte
 -- The bounded adjacency walk. A recursive CTE over the indexed outgoing
 -- (relationships_outgoing_idx) and incoming (relationships_incoming_idx)
 -- edges of each frontier entity: LATERAL (... LIMIT fan_out) per entity and
--- direction, predicate-hinted edges first; CYCLE on the entity; depth <= 2;
+-- direction, predicate-hinted edges first; cycle detection on the entity; depth <= 2;
 -- the outer LIMIT caps total edges (the CTE is evaluated only as far as
 -- rows are fetched); a clock check stops expansion beyond the seeds' own
 -- edges at the deadline (the seeds' edges are bounded by seeds x fan-out, so
@@ -280,18 +280,25 @@ BEGIN
     RETURN QUERY
     WITH RECURSIVE walk (depth, relationship_id, from_entity_id, to_entity_id, parent_relationship_id,
                          root_entity_id, outgoing, subject_entity_id, predicate, object_entity_id, object_value,
-                         polarity, owner_profile_id, semantic_group, parent_predicate, inactive_owners) AS (
+                         polarity, owner_profile_id, semantic_group, parent_predicate, inactive_owners,
+                         is_cycle) AS (
         SELECT 0, NULL::uuid, NULL::uuid, s.entity_id, NULL::uuid, s.entity_id, NULL::boolean,
                NULL::uuid, NULL::text, NULL::uuid, NULL::text, NULL::dm_private.relationship_polarity, NULL::uuid,
                NULL::text, NULL::text,
                ARRAY(SELECT p.profile_id FROM dm_private.profiles AS p
-                     WHERE p.team_id = walk_team_id AND p.state <> 'active')
+                     WHERE p.team_id = walk_team_id AND p.state <> 'active'),
+               false
         FROM (SELECT DISTINCT u.entity_id FROM pg_catalog.unnest(seed_entity_ids) AS u (entity_id)
               WHERE u.entity_id IS NOT NULL) AS s
         UNION ALL
         SELECT w.depth + 1, x.relationship_id, w.to_entity_id, x.next_entity_id, w.relationship_id,
                w.root_entity_id, x.outgoing, x.subject_entity_id, x.predicate, x.object_entity_id, x.object_value,
-               x.polarity, x.owner_profile_id, x.semantic_group, w.predicate, w.inactive_owners
+               x.polarity, x.owner_profile_id, x.semantic_group, w.predicate, w.inactive_owners,
+               -- Cycle detection (the CYCLE clause written out): with at most
+               -- two hops a path is (root, entity expanded), so a row revisits
+               -- its path exactly when it reaches one of those two; a literal
+               -- object (NULL entity) never does.
+               COALESCE(x.next_entity_id = w.root_entity_id OR x.next_entity_id = w.to_entity_id, false)
         FROM walk AS w
         CROSS JOIN LATERAL (
             SELECT y.*
@@ -368,7 +375,8 @@ BEGIN
         WHERE w.depth < LEAST(GREATEST(max_depth, 0), 2)
           AND w.to_entity_id IS NOT NULL
           AND (w.depth = 0 OR deadline IS NULL OR pg_catalog.clock_timestamp() < deadline)
-    ) CYCLE to_entity_id SET is_cycle USING visited
+          AND NOT w.is_cycle
+    )
     SELECT walk.depth, walk.relationship_id, walk.from_entity_id, walk.to_entity_id,
            walk.parent_relationship_id, walk.root_entity_id, walk.outgoing, walk.subject_entity_id, walk.predicate,
            walk.object_entity_id, walk.object_value, walk.polarity, walk.owner_profile_id, walk.semantic_group,
@@ -502,53 +510,50 @@ BEGIN
                              WHERE p.team_id = proximity_team AND p.state <> 'active');
 
     RETURN QUERY
-    WITH RECURSIVE links AS (
-        -- Entities each candidate evidence supports through eligible
-        -- relationships: the first fan_out of them by relationship_id per
-        -- evidence (LATERAL ... LIMIT on one range of the (team, evidence,
-        -- relationship) key of evidence_entity_links, migration 0038, which
-        -- carries the endpoints, owner and recorded end), so evidence
-        -- supporting thousands of relationships is read no further than any
-        -- other, and the cut is deterministic.
-        -- Both endpoints come out of one set-returning projection (no
-        -- per-row VALUES scan behind a Memoize node). Not made distinct: a
-        -- repeated (evidence, entity) pair changes neither the distinct
-        -- entities walked from nor any minimum below, and a sort of every
-        -- pair is saved.
-        SELECT x.evidence_id, x.entity_id
-        FROM (
-            SELECT l.evidence_id, pg_catalog.unnest(ARRAY[l.subject_entity_id, l.object_entity_id]) AS entity_id
-            FROM (SELECT DISTINCT u.evidence_id
-                  FROM pg_catalog.unnest(entity_proximity.evidence_ids) AS u (evidence_id)) AS e
-            CROSS JOIN LATERAL (
-                SELECT k.evidence_id, k.subject_entity_id, k.object_entity_id
-                FROM dm_private.evidence_entity_links AS k
-                WHERE k.team_id = proximity_team
-                  AND k.evidence_id = e.evidence_id
-                  AND (k.known_to IS NULL OR k.known_to > pg_catalog.now())
-                  AND k.owner_profile_id <> ALL(inactive_owners)
-                ORDER BY k.relationship_id
-                LIMIT fan_out
-            ) AS l
-        ) AS x
-        WHERE x.entity_id IS NOT NULL
+    WITH RECURSIVE links AS MATERIALIZED (
+        -- The links of each candidate evidence to eligible relationships:
+        -- the first fan_out of them by relationship_id per evidence (LATERAL
+        -- ... LIMIT on one range of the (team, evidence, relationship) key
+        -- of evidence_entity_links, migration 0038, which carries the
+        -- endpoints, owner and recorded end), so evidence supporting
+        -- thousands of relationships is read no further than any other, and
+        -- the cut is deterministic. One row per link with both endpoints
+        -- (subject, and object or NULL for a literal): not unnested into
+        -- (evidence, entity) pairs, which doubled the rows every later step
+        -- reads and built and unnested a two-element array per link.
+        SELECT l.evidence_id, l.subject_entity_id, l.object_entity_id
+        FROM (SELECT DISTINCT u.evidence_id
+              FROM pg_catalog.unnest(entity_proximity.evidence_ids) AS u (evidence_id)) AS e
+        CROSS JOIN LATERAL (
+            SELECT k.evidence_id, k.subject_entity_id, k.object_entity_id
+            FROM dm_private.evidence_entity_links AS k
+            WHERE k.team_id = proximity_team
+              AND k.evidence_id = e.evidence_id
+              AND (k.known_to IS NULL OR k.known_to > pg_catalog.now())
+              AND k.owner_profile_id <> ALL(inactive_owners)
+            ORDER BY k.relationship_id
+            LIMIT fan_out
+        ) AS l
     ),
     -- The walk from the seeds: dm_private.discovery_walk with no predicate
     -- hints, filter, exclusions, request time or deadline, carrying only the
     -- depth and the entity reached (no function call, no 15-column
     -- tuplestore). The same index ranges in the same order and the same
     -- edge cap, so the same edges: keep the two in step. Cycle detection is
-    -- the CYCLE clause written out over a uuid[] path (a row reaching an
-    -- entity already on its path is marked and not expanded; a NULL entity,
-    -- a literal object, is never a cycle and never expanded), instead of the
-    -- clause's array of row values compared with record_eq per row.
-    seed_walk (depth, to_entity_id, is_cycle, visited) AS (
-        SELECT 0, s.entity_id, false, ARRAY[s.entity_id]
+    -- the CYCLE clause written out (a row reaching an entity already on its
+    -- path is marked and not expanded; a NULL entity, a literal object, is
+    -- never a cycle and never expanded). With at most two hops a path is
+    -- (root, entity reached): the root entity and the entity the row
+    -- expands are all it can revisit, two columns instead of a growing
+    -- array copied into every row.
+    seed_walk (depth, to_entity_id, is_cycle, root_entity_id) AS (
+        SELECT 0, s.entity_id, false, s.entity_id
         FROM (SELECT DISTINCT u.entity_id FROM pg_catalog.unnest(seed_entity_ids) AS u (entity_id)
               WHERE u.entity_id IS NOT NULL) AS s
         UNION ALL
-        SELECT w.depth + 1, x.next_entity_id, COALESCE(x.next_entity_id = ANY(w.visited), false),
-               w.visited || x.next_entity_id
+        SELECT w.depth + 1, x.next_entity_id,
+               COALESCE(x.next_entity_id = w.root_entity_id OR x.next_entity_id = w.to_entity_id, false),
+               w.root_entity_id
         FROM seed_walk AS w
         CROSS JOIN LATERAL (
             SELECT y.next_entity_id
@@ -599,11 +604,13 @@ BEGIN
         -- hundreds) through its recursive working tables to expand a few.
         SELECT t.entity_id AS target_id, x.via_id
         FROM (
-            SELECT DISTINCT links.entity_id
-            FROM links
-            LEFT JOIN seed_dist AS sd ON sd.entity_id = links.entity_id
+            SELECT DISTINCT le.entity_id
+            FROM (SELECT links.subject_entity_id AS entity_id FROM links
+                  UNION ALL
+                  SELECT links.object_entity_id FROM links WHERE links.object_entity_id IS NOT NULL) AS le
+            LEFT JOIN seed_dist AS sd ON sd.entity_id = le.entity_id
             WHERE sd.dist IS NULL OR sd.dist >= 2
-            ORDER BY links.entity_id
+            ORDER BY le.entity_id
         ) AS t
         CROSS JOIN LATERAL (
             SELECT y.via_id
@@ -639,11 +646,14 @@ BEGIN
         ) AS t
         GROUP BY t.entity_id
     )
-    SELECT links.evidence_id, pg_catalog.min(td.dist)::integer
+    -- Per evidence, the nearest of its links' endpoints (LEAST ignores the
+    -- endpoint that is not reached, or a literal object).
+    SELECT links.evidence_id, pg_catalog.min(LEAST(ts.dist, tob.dist))::integer
     FROM links
-    JOIN target_dist AS td ON td.entity_id = links.entity_id
+    LEFT JOIN target_dist AS ts ON ts.entity_id = links.subject_entity_id
+    LEFT JOIN target_dist AS tob ON tob.entity_id = links.object_entity_id
     GROUP BY links.evidence_id
-    HAVING pg_catalog.min(td.dist) <= hop_limit
+    HAVING pg_catalog.min(LEAST(ts.dist, tob.dist)) <= hop_limit
     ORDER BY links.evidence_id;
 END
 $$;

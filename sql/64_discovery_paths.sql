@@ -51,139 +51,50 @@ $$;
 COMMENT ON FUNCTION dm_private.discovery_setting(jsonb, text, integer, integer, integer) IS
 'A discovery setting of the ranking profile, clamped to [low, high]; fallback when absent or not a number.';
 
--- The candidate paths of one discovery call, best first: the walk, the
--- cheap score of every walked path, and the decoration of a pool of
--- 2 x max_paths of them (supporting evidence, conflicts, verified
--- corroboration, names, novelty). Phase 1 (cheap, all walked edges):
--- candidate paths scored by seed strength and predicate relevance, from the
--- walk's own columns. Phase 2 (the pool): supporting evidence, conflicts,
--- verified corroboration, names and novelty decide.
---
--- SECURITY DEFINER owned by densemem_searcher (an internal stage of
--- discovery_for_recall_embedded): its one statement names some 25 table
--- references, and under row-level security each would carry the policy's
--- InitPlan and filter. Instead the team is checked here exactly as the
--- invoker functions check it (dm_private.require_team: the authenticated
--- team, and for analysts a granted one), and every table reference in this
--- statement and in discovery_walk / single_valued_predicates carries the
--- explicit predicate team_id = that team. The scopes are read from the
--- authenticated setting here; the other arguments only narrow what is read
--- inside that team.
-CREATE OR REPLACE FUNCTION dm_private.discovery_candidate_paths(
+-- Conflict references and cross-author corroboration of a discovery call's
+-- pool edges. Called by discovery_candidate_paths only when some pool edge
+-- has a recorded conflict or an equivalent relationship of another author
+-- (the common call has neither, and then starts none of this plan). Per
+-- edge: up to three references to eligible conflicting relationships (or
+-- the one this edge superseded), whether this edge is the preferred side of
+-- a correction or overridden by an eligible, supported preferred other side,
+-- how many other authors challenge it, and how many other authors hold an
+-- eligible, supported equivalent. STABLE: it reads with the calling
+-- statement's snapshot, so the edges it re-reads are the walked ones.
+-- Executable only by densemem_searcher, inside the team-checked
+-- discovery_candidate_paths; it checks the team again and filters every
+-- table reference by it.
+CREATE OR REPLACE FUNCTION dm_private.discovery_edge_context(
     team uuid,
-    seed_ids uuid [],
-    seed_scores jsonb,
+    edge_ids uuid [],
     inactive_owners uuid [],
-    fan_out integer,
-    max_depth integer,
-    walk_edges integer,
-    max_paths integer,
     valid_at timestamptz,
-    known_at timestamptz,
-    hints text [],
-    predicate_allow text [],
     known_relationships uuid [],
-    seen_evidence uuid [],
-    query_lexemes text [],
-    query_words text [],
-    deadline timestamptz
+    scopes text []
 )
-RETURNS TABLE (path_relationship_ids uuid [], path_entity_ids uuid [], path_json jsonb)
+RETURNS TABLE (
+    context_relationship_id uuid,
+    refs jsonb,
+    is_preferred boolean,
+    is_overridden boolean,
+    challengers bigint,
+    corroborators bigint
+)
 LANGUAGE plpgsql
-VOLATILE
-SECURITY DEFINER
+STABLE
 SET search_path = ''
 SET plan_cache_mode = 'force_generic_plan'
 AS $$
-DECLARE
-    checked_team constant uuid := dm_private.require_team(discovery_candidate_paths.team);
-    scopes constant text [] := dm_private.authenticated_scopes();
 BEGIN
-    IF checked_team IS DISTINCT FROM discovery_candidate_paths.team THEN
+    IF dm_private.require_team(discovery_edge_context.team) IS DISTINCT FROM discovery_edge_context.team THEN
         RAISE EXCEPTION 'team_id does not match the authenticated team' USING ERRCODE = '42501';
     END IF;
     RETURN QUERY
-    WITH walk AS MATERIALIZED (
-        SELECT w.*
-        FROM dm_private.discovery_walk(team, seed_ids, fan_out, max_depth, walk_edges, valid_at, known_at,
-                                       hints, predicate_allow, known_relationships, deadline) AS w
-    ),
-    predicate_hits AS MATERIALIZED (
-        -- A hinted predicate, or one with a word that starts with a query
-        -- lexeme ("works_on" for "work"): no text-search call per predicate.
-        SELECT d.predicate,
-               (d.predicate = ANY(hints)
-                OR EXISTS (SELECT 1
-                           FROM pg_catalog.unnest(pg_catalog.string_to_array(d.predicate, '_')) AS pw (word)
-                           CROSS JOIN pg_catalog.unnest(query_lexemes) AS ql (lexeme)
-                           WHERE pg_catalog.length(ql.lexeme) >= 3
-                             AND pg_catalog.starts_with(pw.word, ql.lexeme))) AS hit
-        FROM (SELECT DISTINCT walk.predicate FROM walk) AS d
-    ),
-    cheap_paths AS (
-        SELECT ARRAY[w.relationship_id] AS relationship_ids, w.root_entity_id,
-               0.2 * COALESCE((seed_scores ->> w.root_entity_id::text)::double precision, 0)
-               + CASE WHEN ph.hit THEN 1.0 ELSE 0.0 END AS score
-        FROM walk AS w
-        JOIN predicate_hits AS ph ON ph.predicate = w.predicate
-        WHERE w.depth = 1
-        UNION ALL
-        SELECT ARRAY[w.parent_relationship_id, w.relationship_id], w.root_entity_id,
-               0.2 * COALESCE((seed_scores ->> w.root_entity_id::text)::double precision, 0)
-               + ((CASE WHEN p1.hit THEN 1.0 ELSE 0.0 END) + (CASE WHEN p2.hit THEN 1.0 ELSE 0.0 END)) / 2.0 - 0.2
-        FROM walk AS w
-        JOIN predicate_hits AS p1 ON p1.predicate = w.parent_predicate
-        JOIN predicate_hits AS p2 ON p2.predicate = w.predicate
-        WHERE w.depth = 2
-    ),
-    pool AS MATERIALIZED (
-        SELECT d.relationship_ids, d.root_entity_id
-        FROM (SELECT DISTINCT ON (cp.relationship_ids) cp.*
-              FROM cheap_paths AS cp
-              ORDER BY cp.relationship_ids, cp.score DESC) AS d
-        ORDER BY d.score DESC, d.relationship_ids
-        LIMIT GREATEST(2 * max_paths, 6)
-    ),
-    rels AS MATERIALIZED (
-        SELECT DISTINCT ON (w.relationship_id) w.relationship_id, w.subject_entity_id, w.object_entity_id,
-               w.object_value, w.predicate, w.polarity, w.owner_profile_id, w.semantic_group
-        FROM walk AS w
-        WHERE w.relationship_id IN (SELECT pg_catalog.unnest(pool.relationship_ids) FROM pool)
-        ORDER BY w.relationship_id
-    ),
-    links AS MATERIALIZED (
-        SELECT re.relationship_id, re.evidence_id
-        FROM rels
-        JOIN dm_private.relationship_evidence AS re
-          ON re.team_id = team AND re.relationship_id = rels.relationship_id
-        WHERE re.accepted
-    ),
-    -- Supporting evidence must be eligible itself (same rule as default
-    -- recall: active, current revision, active owner, request time, policy).
-    eligible_evidence AS MATERIALIZED (
-        SELECT ev.evidence_id
-        FROM (SELECT DISTINCT links.evidence_id FROM links) AS l
-        JOIN dm_private.evidence AS ev ON ev.team_id = team AND ev.evidence_id = l.evidence_id
-        JOIN dm_private.source_revisions AS sr
-          ON sr.team_id = team AND sr.source_id = ev.source_id AND sr.revision_id = ev.revision_id
-        WHERE ev.state = 'active' AND sr.is_current AND ev.owner_profile_id <> ALL(inactive_owners)
-          AND (valid_at IS NULL OR ((ev.valid_from IS NULL OR ev.valid_from <= valid_at)
-                                    AND (ev.valid_to IS NULL OR valid_at < ev.valid_to)))
-          AND (CASE WHEN known_at IS NULL THEN ev.known_to IS NULL OR ev.known_to > pg_catalog.now()
-                    ELSE ev.known_from <= known_at AND (ev.known_to IS NULL OR known_at < ev.known_to) END)
-          AND NOT EXISTS (
-              SELECT 1 FROM pg_catalog.jsonb_each(ev.labels) AS lb (key, value)
-              WHERE lb.value = 'true'::jsonb AND NOT (lb.key = ANY(scopes)))
-    ),
-    support AS (
-        SELECT links.relationship_id,
-               (pg_catalog.array_agg(links.evidence_id
-                                     ORDER BY (links.evidence_id = ANY(seen_evidence)), links.evidence_id))[1:3]
-                   AS evidence_ids,
-               pg_catalog.count(*) FILTER (WHERE NOT (links.evidence_id = ANY(seen_evidence))) AS novel
-        FROM links
-        JOIN eligible_evidence AS ee ON ee.evidence_id = links.evidence_id
-        GROUP BY links.relationship_id
+    WITH rels AS MATERIALIZED (
+        SELECT r.relationship_id, r.subject_entity_id, r.object_entity_id, r.object_value, r.predicate,
+               r.polarity, r.owner_profile_id, r.semantic_group
+        FROM dm_private.relationships AS r
+        WHERE r.team_id = team AND r.relationship_id = ANY(edge_ids)
     ),
     -- Recorded disagreements (the write path fills dm_private.conflicts).
     recorded AS MATERIALIZED (
@@ -240,12 +151,14 @@ BEGIN
     ),
     conflict_refs AS MATERIALIZED (
         SELECT cs.relationship_id,
-               pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
-                   'relationship_id', cs.other_id,
-                   'kind', cs.kind,
-                   'owner_profile', pg_catalog.jsonb_build_object('profile_id', cs.other_owner, 'name', pn.name),
-                   'preferred', COALESCE(cs.preferred_relationship_id = cs.other_id, false),
-                   'superseded', cs.other_status = 'superseded')
+               pg_catalog.jsonb_agg(JSON_OBJECT(
+                   'relationship_id': cs.other_id,
+                   'kind': cs.kind::text,
+                   'owner_profile': JSON_OBJECT('profile_id': cs.other_owner, 'name': pn.name
+                                                ABSENT ON NULL RETURNING jsonb),
+                   'preferred': COALESCE(cs.preferred_relationship_id = cs.other_id, false),
+                   'superseded': cs.other_status = 'superseded'
+                   ABSENT ON NULL RETURNING jsonb)
                    ORDER BY cs.other_id) AS refs,
                pg_catalog.bool_or(cs.preferred_relationship_id = cs.relationship_id) AS is_preferred,
                pg_catalog.bool_or(cs.preferred_relationship_id IS NOT NULL
@@ -299,47 +212,218 @@ BEGIN
                     SELECT 1 FROM pg_catalog.jsonb_each(oev.labels) AS l (key, value)
                     WHERE l.value = 'true'::jsonb AND NOT (l.key = ANY(scopes))))
         GROUP BY rels.relationship_id
+    )
+    SELECT COALESCE(cr.relationship_id, co.relationship_id), cr.refs, cr.is_preferred, cr.is_overridden,
+           cr.challengers, co.corroborators
+    FROM conflict_refs AS cr
+    FULL JOIN corroboration AS co ON co.relationship_id = cr.relationship_id;
+END
+$$;
+COMMENT ON FUNCTION dm_private.discovery_edge_context(uuid, uuid [], uuid [], timestamptz, uuid [], text []) IS
+'Internal stage of discovery_candidate_paths: conflict references, preferred / overridden flags, challengers and cross-author corroborators of the given pool edges. Executable by densemem_searcher only.';
+REVOKE ALL ON FUNCTION dm_private.discovery_edge_context(uuid, uuid [], uuid [], timestamptz, uuid [], text []) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION dm_private.discovery_edge_context(uuid, uuid [], uuid [], timestamptz, uuid [], text []) TO
+densemem_searcher;
+
+-- The candidate paths of one discovery call, best first: the walk, the
+-- cheap score of every walked path, and the decoration of a pool of
+-- 2 x max_paths of them (supporting evidence, conflicts, verified
+-- corroboration, names, novelty). Phase 1 (cheap, all walked edges):
+-- candidate paths scored by seed strength and predicate relevance, from the
+-- walk's own columns. Phase 2 (the pool): supporting evidence, conflicts,
+-- verified corroboration, names and novelty decide.
+--
+-- SECURITY DEFINER owned by densemem_searcher (an internal stage of
+-- discovery_for_recall_embedded): its one statement names some 25 table
+-- references, and under row-level security each would carry the policy's
+-- InitPlan and filter. Instead the team is checked here exactly as the
+-- invoker functions check it (dm_private.require_team: the authenticated
+-- team, and for analysts a granted one), and every table reference in this
+-- statement and in discovery_walk / single_valued_predicates carries the
+-- explicit predicate team_id = that team. The scopes are read from the
+-- authenticated setting here; the other arguments only narrow what is read
+-- inside that team.
+CREATE OR REPLACE FUNCTION dm_private.discovery_candidate_paths(
+    team uuid,
+    seed_ids uuid [],
+    seed_scores jsonb,
+    inactive_owners uuid [],
+    fan_out integer,
+    max_depth integer,
+    walk_edges integer,
+    max_paths integer,
+    valid_at timestamptz,
+    known_at timestamptz,
+    hints text [],
+    predicate_allow text [],
+    known_relationships uuid [],
+    seen_evidence uuid [],
+    query_lexemes text [],
+    query_words text [],
+    deadline timestamptz
+)
+RETURNS TABLE (path_relationship_ids uuid [], path_entity_ids uuid [], path_json jsonb)
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = ''
+SET plan_cache_mode = 'force_generic_plan'
+AS $$
+DECLARE
+    checked_team constant uuid := dm_private.require_team(discovery_candidate_paths.team);
+    -- A predicate is relevant when hinted, or when one of its words starts
+    -- with a query lexeme of three or more characters ("works_on" for
+    -- "work"): a word starts at the beginning or after an underscore, and
+    -- lexemes hold no underscore (discovery_lexemes reads "_" as a space),
+    -- so one regular expression, (^|_)(lexeme|...) with every other
+    -- character escaped, decides it per walked edge. NULL (no such lexeme)
+    -- matches nothing.
+    hit_pattern constant text := (
+        SELECT '(^|_)(' || pg_catalog.string_agg(pg_catalog.regexp_replace(ql.lexeme, '([^[:alnum:]])', '\\\1', 'g'),
+                                                 '|') || ')'
+        FROM pg_catalog.unnest(query_lexemes) AS ql (lexeme)
+        WHERE pg_catalog.length(ql.lexeme) >= 3);
+    scopes constant text [] := dm_private.authenticated_scopes();
+BEGIN
+    IF checked_team IS DISTINCT FROM discovery_candidate_paths.team THEN
+        RAISE EXCEPTION 'team_id does not match the authenticated team' USING ERRCODE = '42501';
+    END IF;
+    RETURN QUERY
+    WITH walk AS MATERIALIZED (
+        SELECT w.*,
+               COALESCE(w.predicate = ANY(hints) OR w.predicate OPERATOR(pg_catalog.~) hit_pattern, false) AS hit,
+               COALESCE(w.parent_predicate = ANY(hints) OR w.parent_predicate OPERATOR(pg_catalog.~) hit_pattern,
+                        false) AS parent_hit
+        FROM dm_private.discovery_walk(team, seed_ids, fan_out, max_depth, walk_edges, valid_at, known_at,
+                                       hints, predicate_allow, known_relationships, deadline) AS w
+    ),
+    cheap_paths AS (
+        SELECT ARRAY[w.relationship_id] AS relationship_ids, w.root_entity_id,
+               0.2 * COALESCE((seed_scores ->> w.root_entity_id::text)::double precision, 0)
+               + CASE WHEN w.hit THEN 1.0 ELSE 0.0 END AS score
+        FROM walk AS w
+        WHERE w.depth = 1
+        UNION ALL
+        SELECT ARRAY[w.parent_relationship_id, w.relationship_id], w.root_entity_id,
+               0.2 * COALESCE((seed_scores ->> w.root_entity_id::text)::double precision, 0)
+               + ((CASE WHEN w.parent_hit THEN 1.0 ELSE 0.0 END) + (CASE WHEN w.hit THEN 1.0 ELSE 0.0 END)) / 2.0 - 0.2
+        FROM walk AS w
+        WHERE w.depth = 2
+    ),
+    pool AS MATERIALIZED (
+        SELECT d.relationship_ids, d.root_entity_id
+        FROM (SELECT DISTINCT ON (cp.relationship_ids) cp.*
+              FROM cheap_paths AS cp
+              ORDER BY cp.relationship_ids, cp.score DESC) AS d
+        ORDER BY d.score DESC, d.relationship_ids
+        LIMIT GREATEST(2 * max_paths, 6)
+    ),
+    rels AS MATERIALIZED (
+        SELECT DISTINCT ON (w.relationship_id) w.relationship_id, w.subject_entity_id, w.object_entity_id,
+               w.object_value, w.predicate, w.polarity, w.owner_profile_id, w.semantic_group, w.hit
+        FROM walk AS w
+        WHERE w.relationship_id IN (SELECT pg_catalog.unnest(pool.relationship_ids) FROM pool)
+        ORDER BY w.relationship_id
+    ),
+    -- Conflicts and cross-author corroboration (discovery_edge_context),
+    -- computed only when some pool edge has a recorded conflict (either
+    -- side) or an equivalent relationship of another author (same semantic
+    -- group, or same endpoints, predicate and polarity): without one, both
+    -- are empty by definition, and this statement starts and runs none of
+    -- their plan. The probes below are a superset of what either part reads.
+    context AS MATERIALIZED (
+        SELECT x.context_relationship_id AS relationship_id, x.refs, x.is_preferred, x.is_overridden,
+               x.challengers, x.corroborators
+        FROM dm_private.discovery_edge_context(team, ARRAY(SELECT rels.relationship_id FROM rels), inactive_owners,
+                                               valid_at, known_relationships, scopes) AS x
+        WHERE EXISTS (
+            SELECT 1
+            FROM rels
+            WHERE EXISTS (SELECT 1 FROM dm_private.conflicts AS c
+                          WHERE c.team_id = team AND c.relationship_id = rels.relationship_id)
+               OR EXISTS (SELECT 1 FROM dm_private.conflicts AS c
+                          WHERE c.team_id = team AND c.conflicting_relationship_id = rels.relationship_id)
+               OR EXISTS (SELECT 1 FROM dm_private.relationships AS o
+                          WHERE o.team_id = team AND o.semantic_group = rels.semantic_group
+                            AND o.owner_profile_id <> rels.owner_profile_id)
+               OR EXISTS (SELECT 1 FROM dm_private.relationships AS o
+                          WHERE o.team_id = team AND o.subject_entity_id = rels.subject_entity_id
+                            AND o.predicate = rels.predicate AND o.object_entity_id = rels.object_entity_id
+                            AND o.polarity = rels.polarity AND o.owner_profile_id <> rels.owner_profile_id))
     ),
     edges AS MATERIALIZED (
         SELECT rels.relationship_id, su.evidence_ids, rels.subject_entity_id, rels.object_entity_id,
-               pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object(
-                   'relationship_id', rels.relationship_id,
-                   'subject', pg_catalog.jsonb_build_object('entity_id', se.entity_id, 'name', se.canonical_name),
-                   'predicate', rels.predicate,
-                   'object', CASE WHEN oe.entity_id IS NOT NULL THEN
-                       pg_catalog.jsonb_build_object('entity_id', oe.entity_id, 'name', oe.canonical_name) END,
-                   'object_value', rels.object_value,
-                   'polarity', rels.polarity,
-                   'owner_profile', CASE WHEN cr.refs IS NOT NULL OR COALESCE(co.corroborators, 0) > 0 THEN
-                       pg_catalog.jsonb_build_object('profile_id', rels.owner_profile_id, 'name',
+               -- The SQL/JSON constructor (argument types categorized once
+               -- per statement, not per row as jsonb_build_object does);
+               -- ABSENT ON NULL at every level drops what jsonb_strip_nulls
+               -- dropped.
+               JSON_OBJECT(
+                   'relationship_id': rels.relationship_id,
+                   'subject': JSON_OBJECT('entity_id': se.entity_id, 'name': se.canonical_name
+                                          ABSENT ON NULL RETURNING jsonb),
+                   'predicate': rels.predicate,
+                   'object': CASE WHEN oe.entity_id IS NOT NULL THEN
+                       JSON_OBJECT('entity_id': oe.entity_id, 'name': oe.canonical_name
+                                   ABSENT ON NULL RETURNING jsonb) END,
+                   'object_value': rels.object_value,
+                   'polarity': rels.polarity::text,
+                   'owner_profile': CASE WHEN cx.refs IS NOT NULL OR COALESCE(cx.corroborators, 0) > 0 THEN
+                       JSON_OBJECT('profile_id': rels.owner_profile_id, 'name':
                            (SELECT op.name FROM dm_private.profiles AS op
-                            WHERE op.team_id = team AND op.profile_id = rels.owner_profile_id)) END,
-                   'preferred', CASE WHEN cr.is_preferred THEN true END,
-                   'conflicts', cr.refs)) AS edge_json,
-               (CASE WHEN ph.hit THEN 1.0 ELSE 0.0 END
+                            WHERE op.team_id = team AND op.profile_id = rels.owner_profile_id)
+                           ABSENT ON NULL RETURNING jsonb) END,
+                   'preferred': CASE WHEN cx.is_preferred THEN true END,
+                   'conflicts': cx.refs
+                   ABSENT ON NULL RETURNING jsonb) AS edge_json,
+               (CASE WHEN rels.hit THEN 1.0 ELSE 0.0 END
                 + 0.4 * LEAST(
                     (CASE WHEN pg_catalog.string_to_array(se.normalized_name, ' ') OPERATOR(pg_catalog.&&) query_words
                           THEN 1 ELSE 0 END)
                     + (CASE WHEN pg_catalog.string_to_array(
                                      COALESCE(oe.normalized_name, pg_catalog.lower(pg_catalog.left(rels.object_value, 200))),
                                      ' ') OPERATOR(pg_catalog.&&) query_words THEN 1 ELSE 0 END), 2)
-                + 0.25 * LEAST(COALESCE(co.corroborators, 0), 3)
-                - 0.25 * LEAST(COALESCE(cr.challengers, 0), 2)
-                + CASE WHEN cr.is_preferred THEN 0.6 ELSE 0.0 END
-                - CASE WHEN cr.is_overridden THEN 0.6 ELSE 0.0 END
+                + 0.25 * LEAST(COALESCE(cx.corroborators, 0), 3)
+                - 0.25 * LEAST(COALESCE(cx.challengers, 0), 2)
+                + CASE WHEN cx.is_preferred THEN 0.6 ELSE 0.0 END
+                - CASE WHEN cx.is_overridden THEN 0.6 ELSE 0.0 END
                 + CASE WHEN su.novel > 0 THEN 0.3 ELSE 0.0 END)::double precision AS edge_score
         FROM rels
-        JOIN support AS su ON su.relationship_id = rels.relationship_id
-        JOIN predicate_hits AS ph ON ph.predicate = rels.predicate
+        -- Supporting evidence of the edge, which must be eligible itself
+        -- (same rule as default recall: active, current revision, active
+        -- owner, request time, policy): the first three, unseen first, and
+        -- whether any is unseen. An edge without any is not a candidate.
+        CROSS JOIN LATERAL (
+            SELECT (pg_catalog.array_agg(x.evidence_id ORDER BY x.seen, x.evidence_id))[1:3] AS evidence_ids,
+                   pg_catalog.count(*) FILTER (WHERE NOT x.seen) AS novel
+            FROM (
+                SELECT re.evidence_id, (re.evidence_id = ANY(seen_evidence)) AS seen
+                FROM dm_private.relationship_evidence AS re
+                JOIN dm_private.evidence AS ev ON ev.team_id = team AND ev.evidence_id = re.evidence_id
+                JOIN dm_private.source_revisions AS sr
+                  ON sr.team_id = team AND sr.source_id = ev.source_id AND sr.revision_id = ev.revision_id
+                WHERE re.team_id = team AND re.relationship_id = rels.relationship_id AND re.accepted
+                  AND ev.state = 'active' AND sr.is_current AND ev.owner_profile_id <> ALL(inactive_owners)
+                  AND (valid_at IS NULL OR ((ev.valid_from IS NULL OR ev.valid_from <= valid_at)
+                                            AND (ev.valid_to IS NULL OR valid_at < ev.valid_to)))
+                  AND (CASE WHEN known_at IS NULL THEN ev.known_to IS NULL OR ev.known_to > pg_catalog.now()
+                            ELSE ev.known_from <= known_at AND (ev.known_to IS NULL OR known_at < ev.known_to) END)
+                  -- No label, or every true label covered by the scopes (the
+                  -- empty object first: no jsonb_each scan for unlabeled evidence).
+                  AND (ev.labels = '{}'::jsonb
+                       OR NOT EXISTS (
+                           SELECT 1 FROM pg_catalog.jsonb_each(ev.labels) AS lb (key, value)
+                           WHERE lb.value = 'true'::jsonb AND NOT (lb.key = ANY(scopes))))
+            ) AS x
+        ) AS su
         JOIN dm_private.entities AS se ON se.team_id = team AND se.entity_id = rels.subject_entity_id
         LEFT JOIN dm_private.entities AS oe ON oe.team_id = team AND oe.entity_id = rels.object_entity_id
-        LEFT JOIN conflict_refs AS cr ON cr.relationship_id = rels.relationship_id
-        LEFT JOIN corroboration AS co ON co.relationship_id = rels.relationship_id
+        LEFT JOIN context AS cx ON cx.relationship_id = rels.relationship_id
+        WHERE su.evidence_ids IS NOT NULL
     ),
     paths AS (
         SELECT pool.relationship_ids,
-               CASE WHEN e2.relationship_id IS NULL THEN pg_catalog.jsonb_build_array(e1.edge_json)
-                    ELSE pg_catalog.jsonb_build_array(e1.edge_json, e2.edge_json) END AS edge_list,
+               CASE WHEN e2.relationship_id IS NULL THEN JSON_ARRAY(e1.edge_json RETURNING jsonb)
+                    ELSE JSON_ARRAY(e1.edge_json, e2.edge_json RETURNING jsonb) END AS edge_list,
                COALESCE(e1.evidence_ids, '{}') || COALESCE(e2.evidence_ids, '{}') AS evidence_ids,
                ARRAY[e1.subject_entity_id, e1.object_entity_id, e2.subject_entity_id, e2.object_entity_id]
                    AS entity_ids,
@@ -352,11 +436,12 @@ BEGIN
         WHERE pg_catalog.cardinality(pool.relationship_ids) = 1 OR e2.relationship_id IS NOT NULL
     )
     SELECT paths.relationship_ids, paths.entity_ids,
-           pg_catalog.jsonb_build_object(
-               'relationships', paths.edge_list,
-               'evidence_ids', pg_catalog.to_jsonb(ARRAY(
+           JSON_OBJECT(
+               'relationships': paths.edge_list,
+               'evidence_ids': pg_catalog.to_jsonb(ARRAY(
                    SELECT DISTINCT ev.id FROM pg_catalog.unnest(paths.evidence_ids) AS ev (id)
-                   ORDER BY ev.id LIMIT 5))) AS path
+                   ORDER BY ev.id LIMIT 5))
+               RETURNING jsonb) AS path
     FROM paths
     ORDER BY paths.score DESC, paths.relationship_ids;
 END
@@ -422,7 +507,9 @@ DECLARE
     seed_scores jsonb := '{}';
     inactive_owners uuid [] := '{}';
     candidate record;
-    chosen jsonb := '[]';
+    -- The chosen paths, collected as an array and turned into one JSON
+    -- array at the end (no jsonb concatenation per chosen path).
+    chosen jsonb [] := '{}';
     chosen_relationships uuid [] := '{}';
     path_entities uuid [] := '{}';
     used_bytes integer := 2;
@@ -458,9 +545,19 @@ BEGIN
                SELECT x.item #>> '{}' FROM pg_catalog.jsonb_array_elements(cfg -> 'predicates') AS x (item)) END,
            lx.lexemes,
            -- Query words (as entity names are normalized, stop words and short
-           -- words dropped): relevance of the endpoint names of an edge.
+           -- words dropped): relevance of the endpoint names of an edge. These
+           -- are the one-word n-grams of dm_private.discovery_name_ngrams (the
+           -- same normalization, written out here: no function call building
+           -- every 1- to 4-word n-gram to keep only the single words; keep
+           -- the two in step).
            ARRAY(
-               SELECT g.word FROM pg_catalog.unnest(dm_private.discovery_name_ngrams(query)) AS g (word)
+               SELECT g.word
+               FROM pg_catalog.unnest((pg_catalog.regexp_split_to_array(
+                        pg_catalog.btrim(pg_catalog.regexp_replace(
+                            pg_catalog.regexp_replace(pg_catalog.lower(pg_catalog.left(COALESCE(query, ''), 2000)),
+                                                      '''s\M', '', 'g'),
+                            '[?!,;:"()\[\]{}]+|\.(\s|$)|\s''|''(\s|$)|^''', ' ', 'g')),
+                        '\s+'))[1:32]) AS g (word)
                WHERE pg_catalog.strpos(g.word, ' ') = 0 AND pg_catalog.length(g.word) >= 3
                  AND pg_catalog.length(pg_catalog.to_tsvector('english'::regconfig, g.word)) > 0),
            -- Any query lexeme: relevance of predicates. An empty query matches nothing.
@@ -488,7 +585,10 @@ BEGIN
                   SELECT pg_catalog.string_agg(COALESCE(x.item ->> 'term', x.item ->> 'text', x.item #>> '{}'), ' ')
                   FROM pg_catalog.jsonb_array_elements(
                       CASE WHEN pg_catalog.jsonb_typeof(prs -> 'terms') = 'array' THEN prs -> 'terms' ELSE '[]'::jsonb END)
-                      AS x (item)), '')) AS lexemes) AS lx;
+                      AS x (item)), '')) AS lexemes
+          -- OFFSET 0: evaluated once (a flattened sub-select ran the
+          -- function once per reference to lx.lexemes).
+          OFFSET 0) AS lx;
     deadline := started + pg_catalog.make_interval(secs => time_budget_ms / 1000.0);
     -- The walk needs no more edges than a pool of candidate paths can use:
     -- max_edges is the cap, six edges per requested path the working size.
@@ -517,12 +617,14 @@ BEGIN
                 -- Accepted links of the returned evidence to eligible (active,
                 -- validated_claim or fact) relationships: evidence_entity_links
                 -- (migration 0038) holds exactly those, with both endpoints.
+                -- Both endpoints from one set-returning projection, subject
+                -- then object per link (no VALUES scan per link).
                 SELECT ends.entity_id
-                FROM dm_private.evidence_entity_links AS k
-                CROSS JOIN LATERAL (VALUES (k.subject_entity_id), (k.object_entity_id)) AS ends (entity_id)
-                WHERE k.team_id = team
-                  AND k.evidence_id = ANY(returned)
-                  AND ends.entity_id IS NOT NULL
+                FROM (SELECT pg_catalog.unnest(ARRAY[k.subject_entity_id, k.object_entity_id]) AS entity_id
+                      FROM dm_private.evidence_entity_links AS k
+                      WHERE k.team_id = team
+                        AND k.evidence_id = ANY(returned)) AS ends
+                WHERE ends.entity_id IS NOT NULL
                 LIMIT 200
             ) AS l
         ),
@@ -578,14 +680,14 @@ BEGIN
         LOOP
             -- Greedy selection: skip a path whose every edge is already shown,
             -- stop at max_paths, the byte budget or the deadline.
-            EXIT WHEN pg_catalog.jsonb_array_length(chosen) >= max_paths;
+            EXIT WHEN pg_catalog.cardinality(chosen) >= max_paths;
             -- Past the deadline, keep what is chosen (at least the best path).
-            EXIT WHEN pg_catalog.jsonb_array_length(chosen) > 0 AND pg_catalog.clock_timestamp() >= deadline;
+            EXIT WHEN pg_catalog.cardinality(chosen) > 0 AND pg_catalog.clock_timestamp() >= deadline;
             CONTINUE WHEN candidate.relationship_ids OPERATOR(pg_catalog.<@) chosen_relationships;
             path_bytes := pg_catalog.octet_length(candidate.path::text) + 2;
             CONTINUE WHEN used_bytes + path_bytes > max_path_bytes;
             used_bytes := used_bytes + path_bytes;
-            chosen := chosen || pg_catalog.jsonb_build_array(candidate.path);
+            chosen := chosen || candidate.path;
             chosen_relationships := chosen_relationships || candidate.relationship_ids;
             path_entities := path_entities || pg_catalog.array_remove(candidate.entity_ids, NULL);
         END LOOP;
@@ -594,7 +696,7 @@ BEGIN
         degraded := degraded || 'discovery_time_budget'::text;
     END IF;
 
-    answer := pg_catalog.jsonb_build_object('discovery_paths', chosen);
+    answer := JSON_OBJECT('discovery_paths': pg_catalog.to_jsonb(chosen) RETURNING jsonb);
 
     -- Optional: related hypotheses, in their own field. A failure omits the
     -- field and is recorded; it never fails the recall.

@@ -111,3 +111,38 @@ def test_candidate_paths_is_a_checked_searcher_definer(admin_conn: psycopg.Conne
     ).fetchone()
     assert source is not None
     assert "dm_private.require_team(" in source[0]
+
+
+def test_edge_context_is_callable_only_inside_the_searcher_stage(admin_conn: psycopg.Connection[Any]) -> None:
+    """discovery_edge_context runs with the caller's rights (the searcher, inside the
+    team-checked candidate-path stage); the service roles cannot call it directly."""
+    signature = "dm_private.discovery_edge_context(uuid, uuid[], uuid[], timestamptz, uuid[], text[])"
+    row = admin_conn.execute(
+        "SELECT p.prosecdef, p.provolatile, p.proconfig FROM pg_catalog.pg_proc AS p "
+        "WHERE p.oid = %s::regprocedure",
+        (signature,),
+    ).fetchone()
+    assert row is not None
+    assert row[0] is False, "not a security definer: it runs as the definer stage that calls it"
+    assert row[1] == "s", "STABLE: it reads with the calling statement's snapshot"
+    assert 'search_path=""' in row[2]
+    for role, allowed in (
+        ("densemem_searcher", True),
+        ("densemem_app", False),
+        ("densemem_analyst", False),
+        ("densemem_operator", False),
+    ):
+        got = admin_conn.execute(
+            "SELECT pg_catalog.has_function_privilege(%s, %s, 'EXECUTE')", (role, signature)
+        ).fetchone()
+        assert got is not None and got[0] is allowed, role
+    team, alice = _team(admin_conn, "edge context team", "alice")
+    with (
+        pytest.raises(psycopg.errors.InsufficientPrivilege),
+        acting_as(admin_conn, Principal(team, alice)) as cur,
+    ):
+        cur.execute(
+            "SELECT * FROM dm_private.discovery_edge_context(%s, '{}'::uuid[], '{}'::uuid[], NULL, "
+            "'{}'::uuid[], '{}'::text[])",
+            (team,),
+        )
