@@ -79,6 +79,10 @@ LANGUAGE plpgsql
 STABLE
 SECURITY DEFINER
 SET search_path = ''
+-- every statement here has one good plan whatever the values: a custom plan
+-- per call only costs planning (the pair-similarity statement's estimate
+-- depends on the pool size, so it was planned anew on every call)
+SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
     team constant uuid := dm_private.require_team(recall_rank.team_id);
@@ -106,12 +110,21 @@ DECLARE
     prior_used double precision := COALESCE((settings #>> '{frequency_prior,used}')::double precision, 1);
     prior_retrieved double precision := COALESCE((settings #>> '{frequency_prior,retrieved}')::double precision, 2);
     half_lives jsonb := COALESCE(settings -> 'half_life_days', '{}'::jsonb);
+    -- each memory type's half-life read once, not once per candidate
+    hl_conversation double precision := (half_lives ->> 'conversation')::double precision;
+    hl_workflow double precision := (half_lives ->> 'workflow')::double precision;
+    hl_episodic double precision := (half_lives ->> 'episodic')::double precision;
+    hl_semantic double precision := (half_lives ->> 'semantic')::double precision;
+    hl_organizational double precision := (half_lives ->> 'organizational')::double precision;
     scopes text [] := dm_private.authenticated_scopes();
     lift_weight double precision := 0;
     radius bigint := 1;
     -- no hops (no discovery, no query entities): proximity is 0 for every
     -- candidate without a jsonb look-up of its id
     with_hops boolean := COALESCE(hops <> '{}'::jsonb, false);
+    -- the scored rows are returned when explaining and without MMR
+    -- (recall_rerank)
+    with_rows constant boolean := with_explain OR want IS NULL;
     -- MMR (recall_mmr's settings and pool)
     lambda double precision := COALESCE((settings #>> '{mmr,lambda}')::double precision, 0.7);
     duplicate_at double precision := COALESCE((settings #>> '{mmr,duplicate_similarity}')::double precision, 0.97);
@@ -142,11 +155,11 @@ DECLARE
     s double precision;
     best integer := NULL;
     previous integer := NULL;
+    previous_offset integer;
     best_value double precision;
-    candidate_value double precision;
 BEGIN
     ordered_ids := '{}';
-    IF with_explain THEN
+    IF with_rows THEN
         scored := '{}';
     END IF;
     IF fused IS NULL OR pg_catalog.cardinality(fused) = 0 THEN
@@ -203,22 +216,32 @@ BEGIN
                CASE WHEN mix_content > 0
                     THEN LEAST(1.0, pg_catalog.length(x.search_vector) / content_pivot) ELSE 0 END AS content,
                pg_catalog.octet_length(x.body) AS body_bytes,
-               pg_catalog.md5(x.body) AS body_key
+               -- the duplicate key MMR compares; the md5 text (recall_scored's
+               -- body_key) only when the scored rows are returned
+               pg_catalog.hashtextextended(x.body, 0) AS body_hash,
+               CASE WHEN with_rows THEN pg_catalog.md5(x.body) END AS body_key
         FROM dm_private.search_documents AS x
         WHERE x.team_id = team AND x.subject_kind = 'evidence'
           AND x.document_id = ANY (ARRAY(SELECT f.document_id FROM pg_catalog.unnest(fused) AS f))
           AND x.policy_labels <@ scopes
           AND (pg_catalog.cardinality(anchors) = 0 OR dm_private.recall_has_anchors(x.body, anchors))
     ),
-    anchored AS MATERIALIZED (
+    anchored AS (
         SELECT f.document_id, f.evidence_id, f.relevance AS fused_relevance,
                f.fulltext_rank, f.vector_rank, f.exact_rank, f.fusion_rank,
                d.memory_type, d.source_created_at, d.sequence_number, d.source_group,
                d.document_version, d.source_version,
                COALESCE(d.importance, 0.5)::double precision AS importance,
                COALESCE(d.confidence, 1.0)::double precision AS confidence,
-               (half_lives ->> d.memory_type::text)::double precision AS half_life,
-               d.phrase, d.exact_terms, d.content, d.body_bytes, d.body_key
+               CASE d.memory_type
+                   WHEN 'conversation' THEN hl_conversation
+                   WHEN 'workflow' THEN hl_workflow
+                   WHEN 'episodic' THEN hl_episodic
+                   WHEN 'semantic' THEN hl_semantic
+                   WHEN 'organizational' THEN hl_organizational
+                   ELSE (half_lives ->> d.memory_type::text)::double precision
+               END AS half_life,
+               d.phrase, d.exact_terms, d.content, d.body_bytes, d.body_hash, d.body_key
         FROM pg_catalog.unnest(fused) AS f
         JOIN features AS d ON d.document_id = f.document_id AND d.subject_id = f.evidence_id
     ),
@@ -247,8 +270,11 @@ BEGIN
     temporal AS MATERIALIZED (
         -- the share of candidates written before (latest) or after
         -- (earliest) each one; read only when the request has an intent
-        -- (the WHERE is a one-time filter: no intent, no sort)
-        SELECT a.document_id, a.evidence_id,
+        -- (the WHERE is a one-time filter: no intent, no sort). Over the
+        -- candidates' documents (features: one row per fused candidate), so
+        -- that the join of the candidates with their documents is read once
+        -- and need not be materialized.
+        SELECT a.document_id, a.subject_id AS evidence_id,
                CASE
                    WHEN a.source_created_at IS NULL THEN 0.0
                    WHEN intent = 'latest' THEN
@@ -256,7 +282,7 @@ BEGIN
                    ELSE
                        pg_catalog.percent_rank() OVER (ORDER BY a.source_created_at DESC NULLS FIRST)
                END::double precision AS temporal
-        FROM anchored AS a
+        FROM features AS a
         WHERE intent IS NOT NULL
     ),
     signals AS (
@@ -296,6 +322,7 @@ BEGIN
                a.exact_terms,
                COALESCE(t.temporal, 0.0) AS temporal,
                a.body_bytes,
+               a.body_hash,
                a.body_key
         FROM anchored AS a
         LEFT JOIN usage AS u ON u.evidence_id = a.evidence_id
@@ -306,23 +333,39 @@ BEGIN
         OFFSET 0
     ),
     scored_rows AS (
-        SELECT s.*,
+        -- the sorts below carry narrow rows: what the lift, the order and
+        -- MMR read, and the other signals packed in one value, only when the
+        -- scored rows are returned (score and score_rank are set afterwards)
+        SELECT s.document_id, s.evidence_id, s.source_group, s.sequence_number,
+               s.document_version, s.source_version, s.body_hash, s.relevance,
                w_rel * s.relevance + w_rec * s.recency + w_imp * s.importance + w_frq * s.frequency
                + w_prx * s.proximity + w_conf * s.confidence
                + w_support * s.support * s.relevance
-               + w_temporal * s.temporal AS score
+               + w_temporal * s.temporal AS score,
+               CASE WHEN with_rows THEN
+                   ROW(s.document_id, s.evidence_id, s.relevance::double precision, s.recency::double precision,
+                       s.importance::double precision, s.frequency::double precision,
+                       s.proximity::double precision, s.confidence::double precision,
+                       s.support::double precision, s.phrase::double precision,
+                       s.exact_terms::double precision, s.temporal::double precision, NULL::double precision,
+                       s.body_bytes::integer, s.body_key, s.fulltext_rank, s.vector_rank, s.exact_rank,
+                       s.fusion_rank, NULL::integer)::dm_private.recall_scored
+               END AS detail
         FROM signals AS s
     ),
     lifted AS (
         -- sql/52's lift: the best relevance among the other candidates of
         -- the same source group written within `radius` sequence numbers
-        -- (a window frame, not a self-join)
+        -- (a window frame, not a self-join). The partitions are compared
+        -- byte-wise (COLLATE "C"): the same groups as the database
+        -- collation's equality (deterministic), without locale-aware
+        -- comparisons in the sort; the order of partitions changes nothing.
         SELECT s.*,
                CASE WHEN lift_weight > 0 THEN
                    s.score + lift_weight * COALESCE(GREATEST(
                        CASE WHEN s.source_group IS NOT NULL AND s.sequence_number IS NOT NULL THEN
                            pg_catalog.max(s.relevance) OVER (
-                               PARTITION BY s.source_group, s.sequence_number IS NULL
+                               PARTITION BY s.source_group COLLATE "C", s.sequence_number IS NULL
                                ORDER BY s.sequence_number
                                RANGE BETWEEN radius PRECEDING AND radius FOLLOWING EXCLUDE CURRENT ROW)
                        END, 0), 0)
@@ -330,28 +373,35 @@ BEGIN
         FROM scored_rows AS s
     )
     SELECT pg_catalog.array_agg(o.evidence_id), pg_catalog.array_agg(o.document_id),
-           pg_catalog.array_agg(o.final_score::double precision),
-           pg_catalog.array_agg(pg_catalog.hashtextextended(o.body_key, 0)),
+           pg_catalog.array_agg(o.final_score::double precision), pg_catalog.array_agg(o.body_hash),
            pg_catalog.array_agg(o.document_version), pg_catalog.array_agg(o.source_version),
-           pg_catalog.array_agg(ROW(o.document_id, o.evidence_id, o.relevance::double precision,
-               o.recency::double precision, o.importance::double precision, o.frequency::double precision,
-               o.proximity::double precision, o.confidence::double precision, o.support::double precision,
-               o.phrase::double precision, o.exact_terms::double precision, o.temporal::double precision,
-               o.final_score::double precision, o.body_bytes::integer, o.body_key,
-               o.fulltext_rank, o.vector_rank, o.exact_rank, o.fusion_rank, o.score_rank)::dm_private.recall_scored)
-               FILTER (WHERE with_explain OR want IS NULL)
+           pg_catalog.array_agg(o.detail) FILTER (WHERE with_rows)
     INTO ids, doc_ids, scores, keys, doc_versions, source_versions, scored
     FROM (
         -- in score order (ties by evidence_id); an aggregate over an ordered
-        -- subquery with nothing between keeps that order
-        SELECT l.*, (pg_catalog.row_number() OVER (ORDER BY l.final_score DESC, l.evidence_id))::integer AS score_rank
+        -- subquery with nothing between keeps that order. Without the scored
+        -- rows, only the pool leaves the sort (a bounded sort).
+        SELECT l.evidence_id, l.document_id, l.final_score, l.body_hash, l.document_version,
+               l.source_version, l.detail
         FROM lifted AS l
         ORDER BY l.final_score DESC, l.evidence_id
-        LIMIT CASE WHEN with_explain OR want IS NULL THEN NULL ELSE pool_n END
+        LIMIT CASE WHEN with_rows THEN NULL ELSE pool_n END
     ) AS o;
-    IF scored IS NULL AND (with_explain OR want IS NULL) THEN
-        scored := '{}';
+    IF with_rows THEN
+        -- the scored rows as recall_rerank returns them: the final score and
+        -- the rank by it
+        scored := ARRAY(
+            SELECT ROW(x.document_id, x.evidence_id, x.relevance, x.recency, x.importance, x.frequency,
+                       x.proximity, x.confidence, x.support, x.phrase, x.exact_terms, x.temporal, x.final_score,
+                       x.body_bytes, x.body_key, x.fulltext_rank, x.vector_rank, x.exact_rank, x.fusion_rank,
+                       x.ord::integer)::dm_private.recall_scored
+            FROM ROWS FROM (pg_catalog.unnest(scored), pg_catalog.unnest(scores)) WITH ORDINALITY
+                AS x (document_id, evidence_id, relevance, recency, importance, frequency, proximity, confidence,
+                      support, phrase, exact_terms, temporal, unset_score, body_bytes, body_key, fulltext_rank,
+                      vector_rank, exact_rank, fusion_rank, unset_rank, final_score, ord)
+            ORDER BY x.ord);
     END IF;
+
     IF want IS NULL THEN
         RETURN;
     END IF;
@@ -396,7 +446,7 @@ BEGIN
                                         THEN 1.0 - (emb[i.i] OPERATOR(public.<=>) emb[j.j])
                                         ELSE public.similarity(heads[i.i], heads[j.j]) END, 0)
                      END::double precision AS sim
-              FROM pg_catalog.generate_series(2, n) AS i (i)
+              FROM pg_catalog.generate_subscripts(emb, 1) AS i (i)
               CROSS JOIN LATERAL pg_catalog.generate_series(1, i.i - 1) AS j (j)) AS q;
     END IF;
     best_score := GREATEST(scores[1], 1e-9);
@@ -425,23 +475,31 @@ BEGIN
     -- greedy MMR: each pass first raises every remaining candidate's max_sim
     -- by its similarity to the previous pick, then scores it (live: neither
     -- collapsed nor picked)
+    -- (GREATEST(max_sim, s) is recall_mmr's "IF s > max_sim THEN max_sim :=
+    -- s" in one statement: both compare as float8 does, NaN above all; the
+    -- value is recomputed only for a new best: fewer statements per step)
     WHILE picked_count < LEAST(want, n) LOOP
         best := NULL;
-        FOR i IN 1..n LOOP
-            CONTINUE WHEN NOT live[i];
-            IF previous IS NOT NULL THEN
-                s := sims[CASE WHEN i > previous THEN (i - 1) * (i - 2) / 2 + previous
-                          ELSE (previous - 1) * (previous - 2) / 2 + i END];
-                IF s > max_sim[i] THEN
-                    max_sim[i] := s;
+        IF previous IS NULL THEN
+            FOR i IN 1..n LOOP
+                CONTINUE WHEN NOT live[i];
+                IF best IS NULL OR lambda * scores[i] / best_score - (1 - lambda) * max_sim[i] > best_value THEN
+                    best := i;
+                    best_value := lambda * scores[i] / best_score - (1 - lambda) * max_sim[i];
                 END IF;
-            END IF;
-            candidate_value := lambda * scores[i] / best_score - (1 - lambda) * max_sim[i];
-            IF best IS NULL OR candidate_value > best_value THEN
-                best := i;
-                best_value := candidate_value;
-            END IF;
-        END LOOP;
+            END LOOP;
+        ELSE
+            previous_offset := (previous - 1) * (previous - 2) / 2;
+            FOR i IN 1..n LOOP
+                CONTINUE WHEN NOT live[i];
+                max_sim[i] := GREATEST(max_sim[i], sims[CASE WHEN i > previous THEN (i - 1) * (i - 2) / 2 + previous
+                                                        ELSE previous_offset + i END]);
+                IF best IS NULL OR lambda * scores[i] / best_score - (1 - lambda) * max_sim[i] > best_value THEN
+                    best := i;
+                    best_value := lambda * scores[i] / best_score - (1 - lambda) * max_sim[i];
+                END IF;
+            END LOOP;
+        END IF;
         EXIT WHEN best IS NULL;
         live[best] := false;
         picked_count := picked_count + 1;
