@@ -35,6 +35,7 @@
 -- two. The result equals recall_context_lift(team, rerank(...), settings)
 -- bit for bit (a test checks it); recall_context_lift stays the stage a DBA
 -- can call and EXPLAIN alone.
+
 -- What recall_run calls: the composite rerank, the context lift and MMR in
 -- one function, sharing one read of the settings and working on arrays.
 --
@@ -61,6 +62,9 @@
 --     recall_similarity_matrix and recall_mmr) is computed once, in one
 --     statement, together with the list of duplicate pairs; the collapse
 --     walks only those pairs and each greedy step reads the cached values.
+-- Exact duplicates are found by hashtextextended(body, 0), where recall_mmr
+-- hashes md5(body) (the body_key column): both are "the same text" up to a
+-- 64-bit hash collision; the md5 is computed only for the scored rows.
 -- The answer equals recall_mmr(team, recall_rerank(..., with_context),
 -- settings, want) (tests/python/test_recall_rank.py checks it, and
 -- explain_recall's output was compared byte for byte before and after).
