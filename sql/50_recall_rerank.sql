@@ -578,8 +578,10 @@ AS $$
 $$;
 COMMENT ON FUNCTION dm_private.recall_rerank(uuid, text, dm_private.recall_fused [], jsonb, jsonb, jsonb, boolean) IS
 'Composite rerank (seed 002 §3): relevance (fusion, phrase, exact terms), recency with per-type half-lives against request.now (sequence fallback), importance, frequency from the usage snapshot, proximity, confidence, bounded support and temporal intent; drops candidates lacking a required anchor; ordered by score then evidence_id. with_context applies the neighbouring-turn lift of recall_context_lift in the same statement. The scoring of dm_private.recall_rank (what recall_memory runs), without MMR.';
+-- an invoker function (recall_rank is the SECURITY DEFINER): owned like
+-- every other, not by the searcher (this one was the searcher's before)
 ALTER FUNCTION dm_private.recall_rerank(uuid, text, dm_private.recall_fused [], jsonb, jsonb, jsonb, boolean)
-OWNER TO densemem_searcher;
+OWNER TO densemem_owner;
 REVOKE ALL ON FUNCTION dm_private.recall_rerank(uuid, text, dm_private.recall_fused [], jsonb, jsonb, jsonb, boolean)
 FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION dm_private.recall_rerank(uuid, text, dm_private.recall_fused [], jsonb, jsonb, jsonb, boolean)
