@@ -35,16 +35,61 @@
 -- two. The result equals recall_context_lift(team, rerank(...), settings)
 -- bit for bit (a test checks it); recall_context_lift stays the stage a DBA
 -- can call and EXPLAIN alone.
-CREATE OR REPLACE FUNCTION dm_private.recall_rerank(team_id uuid, query text, fused dm_private.recall_fused [],
-    req jsonb, settings jsonb, hops jsonb, with_context boolean)
-RETURNS SETOF dm_private.recall_scored
+
+-- What recall_run calls: the composite rerank, the context lift and MMR in
+-- one function, sharing one read of the settings and working on arrays.
+--
+-- Why (session 5, "ranking 100 candidates p95 <= 1 ms"): the rerank stage
+-- returned a set that the caller packed into a recall_scored [] of 100
+-- twenty-field composites, which recall_mmr sliced, unpacked into four
+-- arrays, handed to recall_pool_vectors (another SECURITY DEFINER call that
+-- read the pool's documents again) and unpacked once more for its answer;
+-- the rerank statement carried every body and tsvector through a
+-- materialized CTE; and every MMR step recomputed similarities the collapse
+-- had already computed. Here:
+--   * one statement scores the candidates (the expressions of the rerank
+--     are unchanged: same values bit for bit) and returns, in score order,
+--     only what MMR reads: evidence and document ids, final scores, the
+--     duplicate keys and the current document/source versions, cut to the
+--     MMR pool unless the caller explains (then it also returns the scored
+--     rows, with score_rank, as recall_rerank did);
+--   * the documents' texts are read once, in the primary-key scan, where the
+--     text signals, byte size and duplicate key are computed: the
+--     materialized rows hold no body and no tsvector;
+--   * the pool's vectors are read by primary key with the versions the
+--     scoring statement already read (no second read of search_documents);
+--   * the similarity of every pair of pool members (the expression of
+--     recall_similarity_matrix and recall_mmr) is computed once, in one
+--     statement, together with the list of duplicate pairs; the collapse
+--     walks only those pairs and each greedy step reads the cached values.
+-- Exact duplicates are found by hashtextextended(body, 0), where recall_mmr
+-- hashes md5(body) (the body_key column): both are "the same text" up to a
+-- 64-bit hash collision; the md5 is computed only for the scored rows.
+-- The answer equals recall_mmr(team, recall_rerank(..., with_context),
+-- settings, want) (tests/python/test_recall_rank.py checks it, and
+-- explain_recall's output was compared byte for byte before and after).
+--
+-- want: the MMR picks; NULL skips MMR (recall_rerank's use: the scored rows
+-- only). with_explain: also return every scored row (recall_scored, in score
+-- order) and the MMR rows as recall_run's explain shows them (jsonb array of
+-- {evidence_id, document_id, mmr_rank, mmr_value, max_similarity,
+-- collapsed_into}, as recall_mmr returns them).
+-- Runs as densemem_searcher (reads documents, usage, support, vectors of
+-- candidates already chosen by the branches, inside the team).
+CREATE OR REPLACE FUNCTION dm_private.recall_rank(team_id uuid, query text, fused dm_private.recall_fused [],
+    req jsonb, settings jsonb, hops jsonb, with_context boolean, want integer, with_explain boolean,
+    OUT ordered_ids uuid [], OUT scored dm_private.recall_scored [], OUT mmr_rows jsonb)
 LANGUAGE plpgsql
 STABLE
 SECURITY DEFINER
 SET search_path = ''
+-- every statement here has one good plan whatever the values: a custom plan
+-- per call only costs planning (the pair-similarity statement's estimate
+-- depends on the pool size, so it was planned anew on every call)
+SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
-    team constant uuid := dm_private.require_team(recall_rerank.team_id);
+    team constant uuid := dm_private.require_team(recall_rank.team_id);
     config regconfig := COALESCE(settings #>> '{fulltext,config}', 'english')::regconfig;
     all_q tsquery;
     clock timestamptz := COALESCE((req ->> 'now')::timestamptz, pg_catalog.now());
@@ -69,18 +114,58 @@ DECLARE
     prior_used double precision := COALESCE((settings #>> '{frequency_prior,used}')::double precision, 1);
     prior_retrieved double precision := COALESCE((settings #>> '{frequency_prior,retrieved}')::double precision, 2);
     half_lives jsonb := COALESCE(settings -> 'half_life_days', '{}'::jsonb);
+    -- each memory type's half-life read once, not once per candidate
+    hl_conversation double precision := (half_lives ->> 'conversation')::double precision;
+    hl_workflow double precision := (half_lives ->> 'workflow')::double precision;
+    hl_episodic double precision := (half_lives ->> 'episodic')::double precision;
+    hl_semantic double precision := (half_lives ->> 'semantic')::double precision;
+    hl_organizational double precision := (half_lives ->> 'organizational')::double precision;
     scopes text [] := dm_private.authenticated_scopes();
     lift_weight double precision := 0;
     radius bigint := 1;
     -- no hops (no discovery, no query entities): proximity is 0 for every
     -- candidate without a jsonb look-up of its id
     with_hops boolean := COALESCE(hops <> '{}'::jsonb, false);
+    -- the scored rows are returned when explaining and without MMR
+    -- (recall_rerank)
+    with_rows constant boolean := with_explain OR want IS NULL;
+    -- MMR (recall_mmr's settings and pool)
+    lambda double precision := COALESCE((settings #>> '{mmr,lambda}')::double precision, 0.7);
+    duplicate_at double precision := COALESCE((settings #>> '{mmr,duplicate_similarity}')::double precision, 0.97);
+    pool_size integer := COALESCE((settings #>> '{mmr,pool}')::integer, 30);
+    pool_n integer;
+    n integer;
+    ids uuid [];
+    doc_ids uuid [];
+    scores double precision [];
+    keys bigint [];
+    doc_versions integer [];
+    source_versions integer [];
+    emb public.halfvec [];
+    heads text [];
+    complete boolean;
+    sims double precision [];
+    duplicates bigint [];
+    pair bigint;
+    best_score double precision;
+    live boolean [];
+    collapsed uuid [];
+    max_sim double precision [];
+    rank_of integer [];
+    value_of double precision [];
+    picked_count integer := 0;
+    i integer;
+    j integer;
+    s double precision;
+    best integer := NULL;
+    previous integer := NULL;
+    previous_offset integer;
+    best_value double precision;
 BEGIN
-    -- Cost notes (ranking 100 candidates is budgeted at 1 ms, seed 002):
-    -- every statement here pays executor start-up and plan validation, so
-    -- lists that are usually empty (anchors, phrases) are only built when
-    -- the request has them, the candidate id arrays are init-plans of the
-    -- main query, and the usage snapshot is looked up inside it.
+    ordered_ids := '{}';
+    IF with_rows THEN
+        scored := '{}';
+    END IF;
     IF fused IS NULL OR pg_catalog.cardinality(fused) = 0 THEN
         RETURN;
     END IF;
@@ -114,168 +199,389 @@ BEGIN
                                             WHERE s.team_id = team AND s.usage_snapshot_id = snapshot) THEN
         RAISE EXCEPTION 'usage snapshot % does not exist in this team', snapshot USING ERRCODE = '22023';
     END IF;
+    -- candidates beyond twice the picks never win an MMR step against the
+    -- top of the list (recall_mmr's pool): without explain, only these rows
+    -- leave the scoring statement
+    pool_n := GREATEST(LEAST(pool_size, 2 * want), want + 10);
 
-    RETURN QUERY
-        WITH features AS MATERIALIZED (
-            -- the candidates' documents in one scan of the primary key
-            -- (team_id, document_id = ANY): no plan can range-scan the team
-            SELECT x.document_id, x.subject_id, x.body, x.search_vector, x.memory_type, x.source_created_at,
-                   x.sequence_number, x.source_group, x.importance, x.confidence, x.policy_labels
-            FROM dm_private.search_documents AS x
-            WHERE x.team_id = team AND x.subject_kind = 'evidence'
-              AND x.document_id = ANY (ARRAY(SELECT f.document_id FROM pg_catalog.unnest(fused) AS f))
-        ),
-        anchored AS MATERIALIZED (
-            -- everything that needs the text, once per candidate, so the
-            -- sorts below carry narrow rows (no body, no tsvector)
-            SELECT f.document_id, f.evidence_id, f.relevance AS fused_relevance,
-                   f.fulltext_rank, f.vector_rank, f.exact_rank, f.fusion_rank,
-                   d.memory_type, d.source_created_at, d.sequence_number, d.source_group,
-                   COALESCE(d.importance, 0.5)::double precision AS importance,
-                   COALESCE(d.confidence, 1.0)::double precision AS confidence,
-                   (half_lives ->> d.memory_type::text)::double precision AS half_life,
-                   CASE WHEN pg_catalog.cardinality(phrases) = 0 THEN 0 ELSE
-                       (SELECT pg_catalog.count(*) FROM pg_catalog.unnest(phrases) AS p (phrase)
-                        WHERE pg_catalog.strpos(pg_catalog.lower(d.body), p.phrase) > 0)::double precision
-                       / pg_catalog.cardinality(phrases) END AS phrase,
-                   CASE WHEN all_q IS NOT NULL AND d.search_vector @@ all_q THEN 1 ELSE 0 END AS exact_terms,
-                   CASE WHEN mix_content > 0
-                        THEN LEAST(1.0, pg_catalog.length(d.search_vector) / content_pivot) ELSE 0 END AS content,
-                   pg_catalog.octet_length(d.body) AS body_bytes,
-                   pg_catalog.md5(d.body) AS body_key
-            FROM pg_catalog.unnest(fused) AS f
-            JOIN features AS d ON d.document_id = f.document_id AND d.subject_id = f.evidence_id
-            WHERE d.policy_labels <@ scopes
-              AND (pg_catalog.cardinality(anchors) = 0 OR dm_private.recall_has_anchors(d.body, anchors))
-        ),
-        -- usage and support are MATERIALIZED: each runs once and is joined by
-        -- hash. Inlined, a generic plan puts them on the inner side of a
-        -- nested loop over the candidates, and every rescan sorts the
-        -- candidate-id array of its "= ANY" index condition again (100
-        -- candidates: 100 sorts of 100 uuids per recall).
-        usage AS MATERIALIZED (
-            SELECT u.evidence_id, u.retrieved_count, u.used_count
-            FROM dm_private.usage_snapshot_counts AS u
-            WHERE u.team_id = team
-              AND u.usage_snapshot_id = COALESCE(snapshot, (SELECT pg_catalog.max(s.usage_snapshot_id)
-                                                            FROM dm_private.usage_snapshots AS s
-                                                            WHERE s.team_id = team))
-              AND u.evidence_id = ANY (ARRAY(SELECT f.evidence_id FROM pg_catalog.unnest(fused) AS f))
-        ),
-        support AS MATERIALIZED (
-            SELECT re.evidence_id,
-                   pg_catalog.max(CASE r.tier WHEN 'fact' THEN 1.0 WHEN 'validated_claim' THEN 0.7 ELSE 0.0 END)
-                       ::double precision AS strength
-            FROM dm_private.relationship_evidence AS re
-            JOIN dm_private.relationships AS r ON r.team_id = re.team_id AND r.relationship_id = re.relationship_id
-            WHERE re.team_id = team AND re.accepted
-              AND re.evidence_id = ANY (ARRAY(SELECT f.evidence_id FROM pg_catalog.unnest(fused) AS f))
-              AND r.status = 'active' AND r.tier IN ('validated_claim', 'fact')
-            GROUP BY re.evidence_id
-        ),
-        temporal AS MATERIALIZED (
-            -- the share of candidates written before (latest) or after
-            -- (earliest) each one; read only when the request has an intent
-            -- (the WHERE is a one-time filter: no intent, no sort)
-            SELECT a.document_id, a.evidence_id,
-                   CASE
-                       WHEN a.source_created_at IS NULL THEN 0.0
-                       WHEN intent = 'latest' THEN
-                           pg_catalog.percent_rank() OVER (ORDER BY a.source_created_at ASC NULLS FIRST)
-                       ELSE
-                           pg_catalog.percent_rank() OVER (ORDER BY a.source_created_at DESC NULLS FIRST)
-                   END::double precision AS temporal
-            FROM anchored AS a
-            WHERE intent IS NOT NULL
-        ),
-        signals AS (
-            SELECT a.document_id, a.evidence_id, a.fulltext_rank, a.vector_rank, a.exact_rank, a.fusion_rank,
-                   a.source_group, a.sequence_number,
-                   (mix_fusion * COALESCE(a.fused_relevance, 0)
-                    + mix_phrase * a.phrase
-                    + mix_exact * a.exact_terms
-                    + mix_content * a.content)
-                   / (mix_fusion + mix_phrase + mix_exact + mix_content) AS relevance,
-                   CASE
-                       WHEN a.half_life IS NULL THEN 1.0
-                       WHEN a.source_created_at IS NOT NULL THEN
-                           -- LEAST(700, ...): exp() raises an underflow error below about e^-745,
-                           -- which years-old conversation evidence reaches; e^-700 is already 0 here.
-                           pg_catalog.exp(-LEAST(700.0, GREATEST(0, EXTRACT(EPOCH FROM clock - a.source_created_at) / 86400.0)
-                                          / a.half_life))
-                       ELSE
-                           -- the team's newest sequence number: an uncorrelated
-                           -- subquery, run only when a candidate has no created_at
-                           pg_catalog.exp(-LEAST(700.0, GREATEST(0, COALESCE(
-                               (SELECT pg_catalog.max(x.sequence_number) FROM dm_private.search_documents AS x
-                                WHERE x.team_id = team AND x.subject_kind = 'evidence')
-                               - a.sequence_number, 0))::double precision
-                                          / a.half_life))
-                   END::double precision AS recency,
-                   LEAST(1.0, GREATEST(0.0, a.importance)) AS importance,
-                   LEAST(1.0, (COALESCE(u.used_count, 0) + prior_used)
-                              / (COALESCE(u.retrieved_count, 0) + GREATEST(prior_retrieved, prior_used, 1)))
-                       ::double precision AS frequency,
-                   CASE WHEN with_hops
-                        THEN COALESCE(pg_catalog.power(0.5, (hops ->> a.evidence_id::text)::double precision), 0)
-                        ELSE 0 END::double precision AS proximity,
-                   LEAST(1.0, GREATEST(0.0, a.confidence)) AS confidence,
-                   COALESCE(s.strength, 0) AS support,
-                   a.phrase,
-                   a.exact_terms,
-                   COALESCE(t.temporal, 0.0) AS temporal,
-                   a.body_bytes,
-                   a.body_key
-            FROM anchored AS a
-            LEFT JOIN usage AS u ON u.evidence_id = a.evidence_id
-            LEFT JOIN support AS s ON s.evidence_id = a.evidence_id
-            LEFT JOIN temporal AS t ON t.document_id = a.document_id AND t.evidence_id = a.evidence_id
-            -- OFFSET 0 keeps this a subquery of its own: pulled up into the
-            -- levels above, each signal's expression was copied to every
-            -- place that reads it (recency, with its numeric age arithmetic
-            -- and the newest-sequence subquery, three times per row: the
-            -- column, the score and the lifted score)
-            OFFSET 0
-        ),
-        scored AS (
-            SELECT s.*,
-                   w_rel * s.relevance + w_rec * s.recency + w_imp * s.importance + w_frq * s.frequency
-                   + w_prx * s.proximity + w_conf * s.confidence
-                   + w_support * s.support * s.relevance
-                   + w_temporal * s.temporal AS score
-            FROM signals AS s
-        ),
-        lifted AS (
-            -- sql/52's lift: the best relevance among the other candidates
-            -- of the same source group written within `radius` sequence
-            -- numbers (a window frame, not a self-join)
-            SELECT s.*,
-                   CASE WHEN lift_weight > 0 THEN
-                       s.score + lift_weight * COALESCE(GREATEST(
-                           CASE WHEN s.source_group IS NOT NULL AND s.sequence_number IS NOT NULL THEN
-                               pg_catalog.max(s.relevance) OVER (
-                                   PARTITION BY s.source_group, s.sequence_number IS NULL
-                                   ORDER BY s.sequence_number
-                                   RANGE BETWEEN radius PRECEDING AND radius FOLLOWING EXCLUDE CURRENT ROW)
-                           END, 0), 0)
-                   ELSE s.score END AS final_score
-            FROM scored AS s
-        )
-        SELECT s.document_id, s.evidence_id, s.relevance::double precision, s.recency::double precision,
-               s.importance::double precision, s.frequency::double precision, s.proximity::double precision,
-               s.confidence::double precision, s.support::double precision, s.phrase::double precision,
-               s.exact_terms::double precision, s.temporal::double precision, s.final_score::double precision,
-               s.body_bytes::integer, s.body_key,
-               s.fulltext_rank, s.vector_rank, s.exact_rank, s.fusion_rank,
-               (pg_catalog.row_number() OVER (ORDER BY s.final_score DESC, s.evidence_id))::integer
-        FROM lifted AS s
-        ORDER BY s.final_score DESC, s.evidence_id;
+    WITH features AS MATERIALIZED (
+        -- the candidates' documents in one scan of the primary key
+        -- (team_id, document_id = ANY): no plan can range-scan the team.
+        -- Everything that needs the text is computed here, once per
+        -- document, so no later node copies a body or a tsvector.
+        SELECT x.document_id, x.subject_id, x.memory_type, x.source_created_at,
+               x.sequence_number, x.source_group, x.importance, x.confidence,
+               x.document_version, x.source_version,
+               CASE WHEN pg_catalog.cardinality(phrases) = 0 THEN 0 ELSE
+                   (SELECT pg_catalog.count(*) FROM pg_catalog.unnest(phrases) AS p (phrase)
+                    WHERE pg_catalog.strpos(pg_catalog.lower(x.body), p.phrase) > 0)::double precision
+                   / pg_catalog.cardinality(phrases) END AS phrase,
+               CASE WHEN all_q IS NOT NULL AND x.search_vector @@ all_q THEN 1 ELSE 0 END AS exact_terms,
+               CASE WHEN mix_content > 0
+                    THEN LEAST(1.0, pg_catalog.length(x.search_vector) / content_pivot) ELSE 0 END AS content,
+               pg_catalog.octet_length(x.body) AS body_bytes,
+               -- the duplicate key MMR compares; the md5 text (recall_scored's
+               -- body_key) only when the scored rows are returned
+               pg_catalog.hashtextextended(x.body, 0) AS body_hash,
+               CASE WHEN with_rows THEN pg_catalog.md5(x.body) END AS body_key
+        FROM dm_private.search_documents AS x
+        WHERE x.team_id = team AND x.subject_kind = 'evidence'
+          AND x.document_id = ANY (ARRAY(SELECT f.document_id FROM pg_catalog.unnest(fused) AS f))
+          AND x.policy_labels <@ scopes
+          AND (pg_catalog.cardinality(anchors) = 0 OR dm_private.recall_has_anchors(x.body, anchors))
+    ),
+    anchored AS (
+        SELECT f.document_id, f.evidence_id, f.relevance AS fused_relevance,
+               f.fulltext_rank, f.vector_rank, f.exact_rank, f.fusion_rank,
+               d.memory_type, d.source_created_at, d.sequence_number, d.source_group,
+               d.document_version, d.source_version,
+               COALESCE(d.importance, 0.5)::double precision AS importance,
+               COALESCE(d.confidence, 1.0)::double precision AS confidence,
+               CASE d.memory_type
+                   WHEN 'conversation' THEN hl_conversation
+                   WHEN 'workflow' THEN hl_workflow
+                   WHEN 'episodic' THEN hl_episodic
+                   WHEN 'semantic' THEN hl_semantic
+                   WHEN 'organizational' THEN hl_organizational
+                   ELSE (half_lives ->> d.memory_type::text)::double precision
+               END AS half_life,
+               d.phrase, d.exact_terms, d.content, d.body_bytes, d.body_hash, d.body_key
+        FROM pg_catalog.unnest(fused) AS f
+        JOIN features AS d ON d.document_id = f.document_id AND d.subject_id = f.evidence_id
+    ),
+    -- usage and support are MATERIALIZED: each runs once and is joined by
+    -- hash (inlined, a generic plan rescans them per candidate)
+    usage AS MATERIALIZED (
+        SELECT u.evidence_id, u.retrieved_count, u.used_count
+        FROM dm_private.usage_snapshot_counts AS u
+        WHERE u.team_id = team
+          AND u.usage_snapshot_id = COALESCE(snapshot, (SELECT pg_catalog.max(s.usage_snapshot_id)
+                                                        FROM dm_private.usage_snapshots AS s
+                                                        WHERE s.team_id = team))
+          AND u.evidence_id = ANY (ARRAY(SELECT f.evidence_id FROM pg_catalog.unnest(fused) AS f))
+    ),
+    support AS MATERIALIZED (
+        SELECT re.evidence_id,
+               pg_catalog.max(CASE r.tier WHEN 'fact' THEN 1.0 WHEN 'validated_claim' THEN 0.7 ELSE 0.0 END)
+                   ::double precision AS strength
+        FROM dm_private.relationship_evidence AS re
+        JOIN dm_private.relationships AS r ON r.team_id = re.team_id AND r.relationship_id = re.relationship_id
+        WHERE re.team_id = team AND re.accepted
+          AND re.evidence_id = ANY (ARRAY(SELECT f.evidence_id FROM pg_catalog.unnest(fused) AS f))
+          AND r.status = 'active' AND r.tier IN ('validated_claim', 'fact')
+        GROUP BY re.evidence_id
+    ),
+    temporal AS MATERIALIZED (
+        -- the share of candidates written before (latest) or after
+        -- (earliest) each one; read only when the request has an intent
+        -- (the WHERE is a one-time filter: no intent, no sort). Over the
+        -- candidates' documents (features: one row per fused candidate), so
+        -- that the join of the candidates with their documents is read once
+        -- and need not be materialized.
+        SELECT a.document_id, a.subject_id AS evidence_id,
+               CASE
+                   WHEN a.source_created_at IS NULL THEN 0.0
+                   WHEN intent = 'latest' THEN
+                       pg_catalog.percent_rank() OVER (ORDER BY a.source_created_at ASC NULLS FIRST)
+                   ELSE
+                       pg_catalog.percent_rank() OVER (ORDER BY a.source_created_at DESC NULLS FIRST)
+               END::double precision AS temporal
+        FROM features AS a
+        WHERE intent IS NOT NULL
+    ),
+    signals AS (
+        SELECT a.document_id, a.evidence_id, a.fulltext_rank, a.vector_rank, a.exact_rank, a.fusion_rank,
+               a.source_group, a.sequence_number, a.document_version, a.source_version,
+               (mix_fusion * COALESCE(a.fused_relevance, 0)
+                + mix_phrase * a.phrase
+                + mix_exact * a.exact_terms
+                + mix_content * a.content)
+               / (mix_fusion + mix_phrase + mix_exact + mix_content) AS relevance,
+               CASE
+                   WHEN a.half_life IS NULL THEN 1.0
+                   WHEN a.source_created_at IS NOT NULL THEN
+                       -- LEAST(700, ...): exp() raises an underflow error below about e^-745,
+                       -- which years-old conversation evidence reaches; e^-700 is already 0 here.
+                       pg_catalog.exp(-LEAST(700.0, GREATEST(0, EXTRACT(EPOCH FROM clock - a.source_created_at) / 86400.0)
+                                      / a.half_life))
+                   ELSE
+                       -- the team's newest sequence number: an uncorrelated
+                       -- subquery, run only when a candidate has no created_at
+                       pg_catalog.exp(-LEAST(700.0, GREATEST(0, COALESCE(
+                           (SELECT pg_catalog.max(x.sequence_number) FROM dm_private.search_documents AS x
+                            WHERE x.team_id = team AND x.subject_kind = 'evidence')
+                           - a.sequence_number, 0))::double precision
+                                      / a.half_life))
+               END::double precision AS recency,
+               LEAST(1.0, GREATEST(0.0, a.importance)) AS importance,
+               LEAST(1.0, (COALESCE(u.used_count, 0) + prior_used)
+                          / (COALESCE(u.retrieved_count, 0) + GREATEST(prior_retrieved, prior_used, 1)))
+                   ::double precision AS frequency,
+               CASE WHEN with_hops
+                    THEN COALESCE(pg_catalog.power(0.5, (hops ->> a.evidence_id::text)::double precision), 0)
+                    ELSE 0 END::double precision AS proximity,
+               LEAST(1.0, GREATEST(0.0, a.confidence)) AS confidence,
+               COALESCE(s.strength, 0) AS support,
+               a.phrase,
+               a.exact_terms,
+               COALESCE(t.temporal, 0.0) AS temporal,
+               a.body_bytes,
+               a.body_hash,
+               a.body_key
+        FROM anchored AS a
+        LEFT JOIN usage AS u ON u.evidence_id = a.evidence_id
+        LEFT JOIN support AS s ON s.evidence_id = a.evidence_id
+        LEFT JOIN temporal AS t ON t.document_id = a.document_id AND t.evidence_id = a.evidence_id
+        -- OFFSET 0 keeps this a subquery of its own: pulled up, each
+        -- signal's expression was copied to every place that reads it
+        OFFSET 0
+    ),
+    scored_rows AS (
+        -- the sorts below carry narrow rows: what the lift, the order and
+        -- MMR read, and the other signals packed in one value, only when the
+        -- scored rows are returned (score and score_rank are set afterwards)
+        SELECT s.document_id, s.evidence_id, s.source_group, s.sequence_number,
+               s.document_version, s.source_version, s.body_hash, s.relevance,
+               w_rel * s.relevance + w_rec * s.recency + w_imp * s.importance + w_frq * s.frequency
+               + w_prx * s.proximity + w_conf * s.confidence
+               + w_support * s.support * s.relevance
+               + w_temporal * s.temporal AS score,
+               CASE WHEN with_rows THEN
+                   ROW(s.document_id, s.evidence_id, s.relevance::double precision, s.recency::double precision,
+                       s.importance::double precision, s.frequency::double precision,
+                       s.proximity::double precision, s.confidence::double precision,
+                       s.support::double precision, s.phrase::double precision,
+                       s.exact_terms::double precision, s.temporal::double precision, NULL::double precision,
+                       s.body_bytes::integer, s.body_key, s.fulltext_rank, s.vector_rank, s.exact_rank,
+                       s.fusion_rank, NULL::integer)::dm_private.recall_scored
+               END AS detail
+        FROM signals AS s
+    ),
+    lifted AS (
+        -- sql/52's lift: the best relevance among the other candidates of
+        -- the same source group written within `radius` sequence numbers
+        -- (a window frame, not a self-join). The partitions are compared
+        -- byte-wise (COLLATE "C"): the same groups as the database
+        -- collation's equality (deterministic), without locale-aware
+        -- comparisons in the sort; the order of partitions changes nothing.
+        SELECT s.*,
+               CASE WHEN lift_weight > 0 THEN
+                   s.score + lift_weight * COALESCE(GREATEST(
+                       CASE WHEN s.source_group IS NOT NULL AND s.sequence_number IS NOT NULL THEN
+                           pg_catalog.max(s.relevance) OVER (
+                               PARTITION BY s.source_group COLLATE "C", s.sequence_number IS NULL
+                               ORDER BY s.sequence_number
+                               RANGE BETWEEN radius PRECEDING AND radius FOLLOWING EXCLUDE CURRENT ROW)
+                       END, 0), 0)
+               ELSE s.score END AS final_score
+        FROM scored_rows AS s
+    )
+    SELECT pg_catalog.array_agg(o.evidence_id), pg_catalog.array_agg(o.document_id),
+           pg_catalog.array_agg(o.final_score::double precision), pg_catalog.array_agg(o.body_hash),
+           pg_catalog.array_agg(o.document_version), pg_catalog.array_agg(o.source_version),
+           pg_catalog.array_agg(o.detail) FILTER (WHERE with_rows)
+    INTO ids, doc_ids, scores, keys, doc_versions, source_versions, scored
+    FROM (
+        -- in score order (ties by evidence_id); an aggregate over an ordered
+        -- subquery with nothing between keeps that order. Without the scored
+        -- rows, only the pool leaves the sort (a bounded sort).
+        SELECT l.evidence_id, l.document_id, l.final_score, l.body_hash, l.document_version,
+               l.source_version, l.detail
+        FROM lifted AS l
+        ORDER BY l.final_score DESC, l.evidence_id
+        LIMIT CASE WHEN with_rows THEN NULL ELSE pool_n END
+    ) AS o;
+    IF with_rows THEN
+        -- the scored rows as recall_rerank returns them: the final score and
+        -- the rank by it
+        scored := ARRAY(
+            SELECT ROW(x.document_id, x.evidence_id, x.relevance, x.recency, x.importance, x.frequency,
+                       x.proximity, x.confidence, x.support, x.phrase, x.exact_terms, x.temporal, x.final_score,
+                       x.body_bytes, x.body_key, x.fulltext_rank, x.vector_rank, x.exact_rank, x.fusion_rank,
+                       x.ord::integer)::dm_private.recall_scored
+            FROM ROWS FROM (pg_catalog.unnest(scored), pg_catalog.unnest(scores)) WITH ORDINALITY
+                AS x (document_id, evidence_id, relevance, recency, importance, frequency, proximity, confidence,
+                      support, phrase, exact_terms, temporal, unset_score, body_bytes, body_key, fulltext_rank,
+                      vector_rank, exact_rank, fusion_rank, unset_rank, final_score, ord)
+            ORDER BY x.ord);
+    END IF;
+
+    IF want IS NULL THEN
+        RETURN;
+    END IF;
+
+    -- MMR over the pool: the top pool_n by score (recall_mmr's algorithm)
+    n := LEAST(COALESCE(pg_catalog.cardinality(ids), 0), pool_n);
+    IF n = 0 THEN
+        RETURN;
+    END IF;
+    -- the pool's current vectors (recall_pool_vectors' rule: of the active
+    -- contract and of the document's current document and source versions,
+    -- as the scoring statement read them), by primary key
+    SELECT pg_catalog.array_agg(e.embedding ORDER BY p.ord), pg_catalog.bool_and(e.embedding IS NOT NULL)
+    INTO emb, complete
+    FROM ROWS FROM (pg_catalog.unnest(doc_ids[1:n]), pg_catalog.unnest(doc_versions[1:n]),
+                    pg_catalog.unnest(source_versions[1:n]))
+             WITH ORDINALITY AS p (document_id, document_version, source_version, ord)
+    LEFT JOIN dm_private.document_embeddings AS e
+           ON e.team_id = team AND e.document_id = p.document_id
+          AND e.contract_id = (SELECT c.contract_id FROM dm_private.embedding_contracts AS c WHERE c.is_active)
+          AND e.document_version = p.document_version AND e.source_version = p.source_version;
+    IF NOT complete THEN
+        SELECT pg_catalog.array_agg(pg_catalog.left(d.body, 500) ORDER BY p.ord)
+        INTO heads
+        FROM pg_catalog.unnest(doc_ids[1:n]) WITH ORDINALITY AS p (document_id, ord)
+        LEFT JOIN dm_private.search_documents AS d ON d.team_id = team AND d.document_id = p.document_id;
+    END IF;
+    -- every pair's similarity once, the pair (i, j) of i > j stored at
+    -- (i - 1) * (i - 2) / 2 + j: cosine similarity of the two
+    -- vectors when both exist (always, when `complete`), else trigram
+    -- similarity of the heads, NULL as 0 (recall_similarity_matrix's
+    -- expression); and, in the same pass, the pairs that are exact or near
+    -- duplicates, as i * 2^32 + j. The lateral series fixes the order: i
+    -- ascending, then j ascending.
+    IF n > 1 THEN
+        SELECT pg_catalog.array_agg(q.sim),
+               pg_catalog.array_agg(q.i::bigint * 4294967296 + q.j) FILTER (WHERE keys[q.i] = keys[q.j] OR q.sim >= duplicate_at)
+        INTO sims, duplicates
+        FROM (SELECT i.i, j.j,
+                     CASE WHEN complete THEN 1.0 - (emb[i.i] OPERATOR(public.<=>) emb[j.j])
+                     ELSE COALESCE(CASE WHEN emb[i.i] IS NOT NULL AND emb[j.j] IS NOT NULL
+                                        THEN 1.0 - (emb[i.i] OPERATOR(public.<=>) emb[j.j])
+                                        ELSE public.similarity(heads[i.i], heads[j.j]) END, 0)
+                     END::double precision AS sim
+              FROM pg_catalog.generate_subscripts(emb, 1) AS i (i)
+              CROSS JOIN LATERAL pg_catalog.generate_series(1, i.i - 1) AS j (j)) AS q;
+    END IF;
+    best_score := GREATEST(scores[1], 1e-9);
+    live := pg_catalog.array_fill(true, ARRAY[n]);
+    collapsed := pg_catalog.array_fill(NULL::uuid, ARRAY[n]);
+    max_sim := pg_catalog.array_fill(0::double precision, ARRAY[n]);
+    IF with_explain THEN
+        rank_of := pg_catalog.array_fill(NULL::integer, ARRAY[n]);
+        value_of := pg_catalog.array_fill(NULL::double precision, ARRAY[n]);
+    END IF;
+
+    -- collapse exact and near duplicates into the better-scored candidate:
+    -- a row collapses into the first earlier row still standing that it
+    -- duplicates (pairs come i-major, so every earlier row is settled)
+    IF duplicates IS NOT NULL THEN
+        FOREACH pair IN ARRAY duplicates LOOP
+            i := (pair / 4294967296)::integer;
+            j := (pair % 4294967296)::integer;
+            IF live[i] AND live[j] THEN
+                live[i] := false;
+                collapsed[i] := ids[j];
+            END IF;
+        END LOOP;
+    END IF;
+
+    -- greedy MMR: each pass first raises every remaining candidate's max_sim
+    -- by its similarity to the previous pick, then scores it (live: neither
+    -- collapsed nor picked)
+    -- (GREATEST(max_sim, s) is recall_mmr's "IF s > max_sim THEN max_sim :=
+    -- s" in one statement: both compare as float8 does, NaN above all; the
+    -- value is recomputed only for a new best: fewer statements per step)
+    WHILE picked_count < LEAST(want, n) LOOP
+        best := NULL;
+        IF previous IS NULL THEN
+            FOR i IN 1..n LOOP
+                CONTINUE WHEN NOT live[i];
+                IF best IS NULL OR lambda * scores[i] / best_score - (1 - lambda) * max_sim[i] > best_value THEN
+                    best := i;
+                    best_value := lambda * scores[i] / best_score - (1 - lambda) * max_sim[i];
+                END IF;
+            END LOOP;
+        ELSE
+            previous_offset := (previous - 1) * (previous - 2) / 2;
+            FOR i IN 1..n LOOP
+                CONTINUE WHEN NOT live[i];
+                max_sim[i] := GREATEST(max_sim[i], sims[CASE WHEN i > previous THEN (i - 1) * (i - 2) / 2 + previous
+                                                        ELSE previous_offset + i END]);
+                IF best IS NULL OR lambda * scores[i] / best_score - (1 - lambda) * max_sim[i] > best_value THEN
+                    best := i;
+                    best_value := lambda * scores[i] / best_score - (1 - lambda) * max_sim[i];
+                END IF;
+            END LOOP;
+        END IF;
+        EXIT WHEN best IS NULL;
+        live[best] := false;
+        picked_count := picked_count + 1;
+        ordered_ids := ordered_ids || ids[best];
+        IF with_explain THEN
+            rank_of[best] := picked_count;
+            value_of[best] := best_value;
+        END IF;
+        previous := best;
+    END LOOP;
+    -- the rest of the pool, by score
+    FOR i IN 1..n LOOP
+        IF live[i] THEN
+            ordered_ids := ordered_ids || ids[i];
+            IF with_explain THEN
+                picked_count := picked_count + 1;
+                rank_of[i] := picked_count;
+            END IF;
+        END IF;
+    END LOOP;
+    IF NOT with_explain THEN
+        RETURN;
+    END IF;
+    -- explain shows max_similarity: the last pick's similarities (when the
+    -- loop stopped at `want`, no pass read them)
+    IF best IS NOT NULL THEN
+        FOR i IN 1..n LOOP
+            CONTINUE WHEN NOT live[i];
+            s := sims[CASE WHEN i > best THEN (i - 1) * (i - 2) / 2 + best ELSE (best - 1) * (best - 2) / 2 + i END];
+            IF s > max_sim[i] THEN
+                max_sim[i] := s;
+            END IF;
+        END LOOP;
+    END IF;
+    -- recall_mmr's rows (picked in MMR order, the rest by score, the
+    -- collapsed last), fed to the aggregate in the order recall_mmr returned them
+    SELECT pg_catalog.jsonb_agg(pg_catalog.to_jsonb(m) ORDER BY m.mmr_rank NULLS LAST)
+    INTO mmr_rows
+    FROM (SELECT ids[o.o] AS evidence_id, doc_ids[o.o] AS document_id, rank_of[o.o] AS mmr_rank,
+                 value_of[o.o] AS mmr_value, max_sim[o.o] AS max_similarity, collapsed[o.o] AS collapsed_into
+          FROM pg_catalog.generate_series(1, n) AS o (o)
+          ORDER BY rank_of[o.o] NULLS LAST, o.o) AS m;
 END
 $$;
-COMMENT ON FUNCTION dm_private.recall_rerank(uuid, text, dm_private.recall_fused [], jsonb, jsonb, jsonb, boolean) IS
-'Composite rerank (seed 002 §3): relevance (fusion, phrase, exact terms), recency with per-type half-lives against request.now (sequence fallback), importance, frequency from the usage snapshot, proximity, confidence, bounded support and temporal intent; drops candidates lacking a required anchor; ordered by score then evidence_id. with_context applies the neighbouring-turn lift of recall_context_lift in the same statement (what recall_memory runs). Runs as densemem_searcher.';
-ALTER FUNCTION dm_private.recall_rerank(uuid, text, dm_private.recall_fused [], jsonb, jsonb, jsonb, boolean)
+COMMENT ON FUNCTION dm_private.recall_rank(uuid, text, dm_private.recall_fused [], jsonb, jsonb, jsonb, boolean, integer,
+    boolean) IS
+'What recall_run calls: the composite rerank (seed 002 §3, with the neighbouring-turn lift when with_context), duplicate collapse and greedy MMR (seed 002 §7) in one function on arrays. ordered_ids equals the order of recall_mmr(team, recall_rerank(..., with_context), settings, want); with_explain also returns the scored rows (recall_rerank''s) and recall_mmr''s rows as jsonb; want NULL skips MMR. Runs as densemem_searcher.';
+ALTER FUNCTION dm_private.recall_rank(uuid, text, dm_private.recall_fused [], jsonb, jsonb, jsonb, boolean, integer, boolean)
 OWNER TO densemem_searcher;
+REVOKE ALL ON FUNCTION dm_private.recall_rank(uuid, text, dm_private.recall_fused [], jsonb, jsonb, jsonb, boolean, integer,
+    boolean) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION dm_private.recall_rank(uuid, text, dm_private.recall_fused [], jsonb, jsonb, jsonb, boolean, integer,
+    boolean) TO densemem_app, densemem_analyst, densemem_operator;
+
+-- The composite rerank as a stage of its own (DBAs, tests): recall_rank's
+-- scoring without MMR (want NULL), its scored rows as a set in score order.
+-- with_context applies the neighbouring-turn lift of recall_context_lift
+-- (sql/52) in the same statement; the result equals
+-- recall_context_lift(team, rerank(...), settings) bit for bit (a test
+-- checks it).
+CREATE OR REPLACE FUNCTION dm_private.recall_rerank(team_id uuid, query text, fused dm_private.recall_fused [],
+    req jsonb, settings jsonb, hops jsonb, with_context boolean)
+RETURNS SETOF dm_private.recall_scored
+LANGUAGE sql
+STABLE
+SET search_path = ''
+AS $$
+    -- (a function scan of the array: its rows come in the array's order)
+    SELECT s.*
+    FROM pg_catalog.unnest((dm_private.recall_rank(team_id, query, fused, req, settings, hops, with_context,
+                                                   NULL, true)).scored) AS s
+$$;
+COMMENT ON FUNCTION dm_private.recall_rerank(uuid, text, dm_private.recall_fused [], jsonb, jsonb, jsonb, boolean) IS
+'Composite rerank (seed 002 §3): relevance (fusion, phrase, exact terms), recency with per-type half-lives against request.now (sequence fallback), importance, frequency from the usage snapshot, proximity, confidence, bounded support and temporal intent; drops candidates lacking a required anchor; ordered by score then evidence_id. with_context applies the neighbouring-turn lift of recall_context_lift in the same statement. The scoring of dm_private.recall_rank (what recall_memory runs), without MMR.';
+-- an invoker function (recall_rank is the SECURITY DEFINER): owned like
+-- every other, not by the searcher (this one was the searcher's before)
+ALTER FUNCTION dm_private.recall_rerank(uuid, text, dm_private.recall_fused [], jsonb, jsonb, jsonb, boolean)
+OWNER TO densemem_owner;
 REVOKE ALL ON FUNCTION dm_private.recall_rerank(uuid, text, dm_private.recall_fused [], jsonb, jsonb, jsonb, boolean)
 FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION dm_private.recall_rerank(uuid, text, dm_private.recall_fused [], jsonb, jsonb, jsonb, boolean)

@@ -356,23 +356,16 @@ BEGIN
 
         -- composite rerank and MMR
         -- with the neighbouring-turn context lift (sql/52's stage, off unless
-        -- the profile sets context.weight) in the same statement
-        scored := ARRAY(SELECT s FROM dm_private.recall_rerank(team, query, fused, pass_req, settings, hops, true) AS s);
+        -- the profile sets context.weight), in one call on arrays
+        -- (dm_private.recall_rank, sql/50): it returns the MMR order, and the
+        -- scored rows and MMR rows only when explaining. rerank_ms covers
+        -- rerank, lift and MMR; mmr_ms is what is left after the call.
+        SELECT r.ordered_ids, r.scored, r.mmr_rows
+        INTO ordered_ids, scored, mmr_rows
+        FROM dm_private.recall_rank(team, query, fused, pass_req, settings, hops, true, pass_want, with_explain) AS r;
         IF pass = 1 THEN
             timings := timings || pg_catalog.jsonb_build_object('rerank_ms', EXTRACT(EPOCH FROM pg_catalog.clock_timestamp() - mark) * 1000);
             mark := pg_catalog.clock_timestamp();
-        END IF;
-        -- two statements, not one with CASE WHEN with_explain: a generic plan
-        -- of that one costs the jsonb_agg, so every call was planned anew
-        IF with_explain THEN
-            SELECT pg_catalog.array_agg(m.evidence_id ORDER BY m.mmr_rank) FILTER (WHERE m.mmr_rank IS NOT NULL),
-                   pg_catalog.jsonb_agg(pg_catalog.to_jsonb(m) ORDER BY m.mmr_rank NULLS LAST)
-            INTO ordered_ids, mmr_rows
-            FROM dm_private.recall_mmr(team, scored, settings, pass_want) AS m;
-        ELSE
-            SELECT pg_catalog.array_agg(m.evidence_id ORDER BY m.mmr_rank) FILTER (WHERE m.mmr_rank IS NOT NULL)
-            INTO ordered_ids
-            FROM dm_private.recall_mmr(team, scored, settings, pass_want) AS m;
         END IF;
         ordered_ids := COALESCE(ordered_ids, '{}');
         IF pass = 1 THEN

@@ -14,8 +14,8 @@ Then, as densemem_app under RLS, it measures inside the database
 (clock_timestamp around each call, one client, after a warm-up):
 - dm.recall_memory per team-size bucket: p50 / p95 / p99;
 - time per stage (from dm.explain_recall, as densemem_operator);
-- ranking 100 candidates (dm_private.recall_rerank with the context lift, as
-  recall_memory runs it, + dm_private.recall_mmr);
+- ranking 100 candidates: dm_private.recall_rank (composite rerank, context
+  lift and MMR for 10 picks in one call), exactly as recall_run calls it;
 - vector branch recall@50 against the exact oracle, per bucket.
 """
 
@@ -118,11 +118,11 @@ DECLARE
     r record;
     started timestamptz;
     fused dm_private.recall_fused [];
-    scored dm_private.recall_scored [];
     picked integer;
 BEGIN
-    -- composite rerank (with the context lift, as recall_run calls it) + MMR
-    -- of the fused candidates, timed alone
+    -- composite rerank, context lift and MMR of the fused candidates, timed
+    -- alone: the one call recall_run makes (dm_private.recall_rank, without
+    -- explain)
     FOR r IN SELECT * FROM bench_ranking_input ORDER BY i LOOP
         PERFORM pg_catalog.set_config('densemem.team_id', r.team::text, true);
         -- an in-memory array, as recall_run holds the fusion's output: the
@@ -130,10 +130,8 @@ BEGIN
         -- stages would decompress it again
         fused := ARRAY(SELECT f FROM pg_catalog.unnest(r.fused) AS f);
         started := pg_catalog.clock_timestamp();
-        scored := ARRAY(SELECT s FROM dm_private.recall_rerank(r.team, r.query, fused, r.req,
-            r.settings, '{}', true) AS s);
-        SELECT pg_catalog.count(*) INTO picked FROM dm_private.recall_mmr(r.team, scored, r.settings,
-            10) AS m;
+        SELECT pg_catalog.cardinality(x.ordered_ids) INTO picked
+        FROM dm_private.recall_rank(r.team, r.query, fused, r.req, r.settings, '{}', true, 10, false) AS x;
         IF r.i > warmup THEN
             call_index := r.i - warmup;
             elapsed_ms := EXTRACT(epoch FROM pg_catalog.clock_timestamp() - started) * 1000;

@@ -35,7 +35,7 @@ SELECT is(
      WHERE n.nspname = 'dm_private' AND p.prosecdef AND p.proname LIKE 'recall%'
        AND pg_catalog.pg_get_userbyid(p.proowner) = 'densemem_searcher'),
     ARRAY['recall_eligible_documents', 'recall_exact_candidates', 'recall_fulltext_candidates', 'recall_pool_vectors',
-          'recall_rerank', 'recall_similarity_matrix', 'recall_vector_access_path', 'recall_vector_candidates'],
+          'recall_rank', 'recall_similarity_matrix', 'recall_vector_access_path', 'recall_vector_candidates'],
     'candidate generation runs as the searcher, and only candidate generation');
 SELECT ok(
     (SELECT NOT p.prosecdef FROM pg_catalog.pg_proc AS p WHERE p.oid = 'dm_private.recall_hydrate(uuid, uuid[], jsonb)'::regprocedure),
