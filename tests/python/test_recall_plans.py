@@ -91,7 +91,8 @@ def test_fulltext_branch_uses_its_gin_index_and_vector_path_follows_team_size(ad
         fulltext = [
             p
             for p in plans
-            if ("any_pass AS MATERIALIZED" in p or "team_rows AS MATERIALIZED" in p) and "search_vector @@" in p
+            if ("any_pass AS MATERIALIZED" in p or "team_rows AS MATERIALIZED" in p)
+            and "search_vector @@" in p
         ]
         assert fulltext, "the full-text statement ran"
         # a team of at most scan_budget documents has its own statement (team_rows), a larger
