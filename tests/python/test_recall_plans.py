@@ -88,17 +88,29 @@ def test_fulltext_branch_uses_its_gin_index_and_vector_path_follows_team_size(ad
 
     for team in (large, small):
         plans = plans_of_recall(admin_conn, team, "charlie delta")
-        fulltext = [p for p in plans if "any_pass AS MATERIALIZED" in p and "search_vector @@" in p]
+        fulltext = [
+            p
+            for p in plans
+            if ("any_pass AS MATERIALIZED" in p or "team_rows AS MATERIALIZED" in p)
+            and "search_vector @@" in p
+        ]
         assert fulltext, "the full-text statement ran"
+        # a team of at most scan_budget documents has its own statement (team_rows), a larger
+        # team the GIN passes' statement
+        if team == large:
+            assert all("CTE any_pass" in p and "CTE team_rows" not in p for p in fulltext), fulltext
+        else:
+            assert all("CTE team_rows" in p and "CTE any_pass" not in p for p in fulltext), fulltext
         # one generic plan serves every team of the session: the any-term pass and the keyed
         # all-terms pass read the team-qualified lexeme keys (migration 0025), the other all-terms
         # pass (an "or", an exclusion) the (team_id, search_vector) GIN index, and the small-team
-        # read (team_pass) a range of the team, never the whole table, whatever the estimates (this
+        # read (team_rows) a range of the team, never the whole table, whatever the estimates (this
         # database has three teams, so a generic plan takes a team for a third of the table)
         assert all(
             p[p.index("CTE any_pass") :].count("Bitmap Index Scan on search_documents_team_lexemes_idx") == 2
             and p[p.index("CTE any_pass") :].count("Bitmap Index Scan on search_documents_fulltext_idx") == 1
             for p in fulltext
+            if "CTE any_pass" in p
         ), [p[p.index("Limit") :] for p in fulltext]
         assert all("Seq Scan on search_documents" not in p for p in fulltext), fulltext
         # no parallel plan: workers return rows in no fixed order, and a pass's LIMIT would pick
