@@ -217,7 +217,10 @@ COMMENT ON FUNCTION dm_private.parse_anchors(text) IS
 -- window expressions intersect (an empty intersection keeps the first);
 -- since / after / before / until / by open one side. Every form is in
 -- docs/QUERY_GRAMMAR.md.
-CREATE OR REPLACE FUNCTION dm_private.parse_time(prepared text, clock timestamptz)
+-- The time walker on a query already split (t, words, toks as
+-- dm_private.parse_time computes them): dm.parse_query passes the tokens it
+-- has already computed when they are the same ones.
+CREATE OR REPLACE FUNCTION dm_private.parse_time_words(t text, words text [], toks text [], clock timestamptz)
 RETURNS jsonb
 LANGUAGE plpgsql
 IMMUTABLE
@@ -225,19 +228,6 @@ PARALLEL SAFE
 SET search_path = ''
 AS $$
 DECLARE
-    t constant text := pg_catalog.lower(COALESCE(prepared, ''));
-    -- Words for the keyword guards, so that the walker and its regular
-    -- expressions run only when a form can match. Punctuation becomes space
-    -- by regexp_replace (one regex run per punctuation mark; translate would
-    -- scan its whole character list for every character of the query).
-    words constant text [] := pg_catalog.string_to_array(
-        pg_catalog.regexp_replace(t, '[][,.;:!?(){}"“”''/-]', ' ', 'g'), ' ');
-    -- Tokens for the window walker: punctuation (but not - in 2023-05-08)
-    -- and apostrophes are separators; without - or / they are the words.
-    toks constant text [] := pg_catalog.array_remove(CASE
-        WHEN pg_catalog.strpos(t, '-') = 0 AND pg_catalog.strpos(t, '/') = 0 THEN words
-        ELSE pg_catalog.string_to_array(pg_catalog.regexp_replace(t, '[][,.;:!?(){}"“”'']', ' ', 'g'), ' ')
-    END, '');
     -- Word lists are typed literals where they are used (folded into the
     -- cached plan; = ANY on nine or more elements is a hash probe), not
     -- variables: a variable is copied and expanded on every call, also by
@@ -633,6 +623,34 @@ BEGIN
         'intent', intent,
         'temporal_question', temporal,
         'expressions', expressions);
+END
+$$;
+COMMENT ON FUNCTION dm_private.parse_time_words(text, text [], text [], timestamptz) IS
+'dm_private.parse_time on a query already split: t its lower-case text, words its words (only tested for membership: empty elements are ignored), toks the walker''s tokens, as dm_private.parse_time computes them.';
+
+CREATE OR REPLACE FUNCTION dm_private.parse_time(prepared text, clock timestamptz)
+RETURNS jsonb
+LANGUAGE plpgsql
+IMMUTABLE
+PARALLEL SAFE
+SET search_path = ''
+AS $$
+DECLARE
+    t constant text := pg_catalog.lower(COALESCE(prepared, ''));
+    -- Words for the keyword guards, so that the walker and its regular
+    -- expressions run only when a form can match. Punctuation becomes space
+    -- by regexp_replace (one regex run per punctuation mark; translate would
+    -- scan its whole character list for every character of the query).
+    words constant text [] := pg_catalog.string_to_array(
+        pg_catalog.regexp_replace(t, '[][,.;:!?(){}"“”''/-]', ' ', 'g'), ' ');
+    -- Tokens for the window walker: punctuation (but not - in 2023-05-08)
+    -- and apostrophes are separators; without - or / they are the words.
+    toks constant text [] := pg_catalog.array_remove(CASE
+        WHEN pg_catalog.strpos(t, '-') = 0 AND pg_catalog.strpos(t, '/') = 0 THEN words
+        ELSE pg_catalog.string_to_array(pg_catalog.regexp_replace(t, '[][,.;:!?(){}"“”'']', ' ', 'g'), ' ')
+    END, '');
+BEGIN
+    RETURN dm_private.parse_time_words(t, words, toks, clock);
 END
 $$;
 COMMENT ON FUNCTION dm_private.parse_time(text, timestamptz) IS
@@ -1104,7 +1122,9 @@ COMMENT ON FUNCTION dm_private.predicate_hints(uuid, text []) IS
 -- the SQL functions above. The override rule needs no join: a default is
 -- dropped when its phrase is among the team's phrases that occur in the
 -- query (that subquery runs only when a default matched).
-CREATE OR REPLACE FUNCTION dm_private.match_query_names(match_team_id uuid, ngrams text [], fuzzy text [])
+CREATE OR REPLACE FUNCTION dm_private.parse_query_names(
+    match_team_id uuid, ngrams text [], scan_grams text [], fuzzy text [],
+    anchors jsonb, phrases jsonb, terms jsonb, time_hints jsonb)
 RETURNS jsonb
 LANGUAGE plpgsql
 STABLE
@@ -1124,20 +1144,6 @@ DECLARE
              AND pg_catalog.pg_has_role(session_user, 'densemem_app', 'MEMBER')
         THEN match_team_id
         ELSE dm_private.require_team(match_team_id) END;
-    -- The n-grams for the index scans, sorted in byte order and without
-    -- duplicates: each = ANY scan sorts its array again (qsort, then a
-    -- de-duplication pass), and a sorted array costs that sort one linear
-    -- check. array_to_tsvector sorts and de-duplicates lexemes in C: a
-    -- lexeme compares by memcmp, then the shorter first, which is the
-    -- order of COLLATE "C". It rejects NULL and empty elements and a
-    -- lexeme is at most 2,047 bytes, so other arrays are scanned as given
-    -- (the answer is the same either way; only the sort is saved).
-    scan_grams constant text [] := CASE
-        WHEN ngrams IS NOT NULL AND pg_catalog.array_position(ngrams, NULL) IS NULL
-             AND pg_catalog.array_position(ngrams, '') IS NULL
-             AND pg_catalog.octet_length(pg_catalog.array_to_string(ngrams, '')) <= 2047
-        THEN pg_catalog.tsvector_to_array(pg_catalog.array_to_tsvector(ngrams))
-        ELSE ngrams END;
     -- One row per matched name: {entity id, mention, 't' if canonical else
     -- 'f', canonical name}, one aggregate instead of four (each aggregate
     -- costs its start-up on every call). A uuid's text orders as its bytes
@@ -1165,7 +1171,12 @@ DECLARE
     probes text [] := '{}'::text [];
 BEGIN
     IF ngrams IS NULL OR pg_catalog.cardinality(ngrams) = 0 THEN
-        RETURN '{"entities": [], "predicates": []}'::jsonb;
+        IF anchors IS NULL THEN
+            RETURN '{"entities": [], "predicates": []}'::jsonb;
+        END IF;
+        RETURN pg_catalog.jsonb_build_object(
+            'anchors', anchors, 'phrases', phrases, 'terms', terms, 'time', time_hints,
+            'entities', '[]'::jsonb, 'predicates', '[]'::jsonb);
     END IF;
     -- Three ARRAY(SELECT ...) sublinks under one Result: no aggregate node
     -- to start (an Agg node's start-up, with its catalog look-ups and ACL
@@ -1313,11 +1324,53 @@ BEGIN
             END IF;
         END IF;
     END IF;
-    RETURN pg_catalog.jsonb_build_object('entities', found, 'predicates', predicates);
+    IF anchors IS NULL THEN
+        RETURN pg_catalog.jsonb_build_object('entities', found, 'predicates', predicates);
+    END IF;
+    -- dm.parse_query's whole answer, built once here: the entity objects
+    -- are written into one object, not into a two-key object that the
+    -- caller takes apart and writes again.
+    RETURN pg_catalog.jsonb_build_object(
+        'anchors', anchors, 'phrases', phrases, 'terms', terms, 'time', time_hints,
+        'entities', found, 'predicates', predicates);
+END
+$$;
+COMMENT ON FUNCTION dm_private.parse_query_names(uuid, text [], text [], text [], jsonb, jsonb, jsonb, jsonb) IS
+'What dm.parse_query reads from the authenticated team''s tables, in one call: the entities (dm_private.match_query_entities) and predicates (dm_private.predicate_hints) for the n-grams (scan_grams: the same n-grams, sorted in byte order without duplicates, or as given) and trigram candidates; with anchors NULL {"entities", "predicates"}, otherwise dm.parse_query''s whole answer with the given anchors, phrases, terms and time. Definer (densemem_searcher) with an explicit, checked team predicate.';
+ALTER FUNCTION dm_private.parse_query_names(uuid, text [], text [], text [], jsonb, jsonb, jsonb, jsonb) OWNER TO densemem_searcher;
+
+-- The one-call lookup behind dm.parse_query (dm_private.parse_query_names
+-- below does the work); kept with its signature for direct use and its
+-- tests: the n-grams sorted for the index scans, then {"entities",
+-- "predicates"}.
+CREATE OR REPLACE FUNCTION dm_private.match_query_names(match_team_id uuid, ngrams text [], fuzzy text [])
+RETURNS jsonb
+LANGUAGE plpgsql
+STABLE
+SECURITY DEFINER
+SET search_path = ''
+AS $$
+DECLARE
+    -- The n-grams for the index scans, sorted in byte order and without
+    -- duplicates: each = ANY scan sorts its array again (qsort, then a
+    -- de-duplication pass), and a sorted array costs that sort one linear
+    -- check. array_to_tsvector sorts and de-duplicates lexemes in C: a
+    -- lexeme compares by memcmp, then the shorter first, which is the
+    -- order of COLLATE "C". It rejects NULL and empty elements and a
+    -- lexeme is at most 2,047 bytes, so other arrays are scanned as given
+    -- (the answer is the same either way; only the sort is saved).
+    scan_grams constant text [] := CASE
+        WHEN ngrams IS NOT NULL AND pg_catalog.array_position(ngrams, NULL) IS NULL
+             AND pg_catalog.array_position(ngrams, '') IS NULL
+             AND pg_catalog.octet_length(pg_catalog.array_to_string(ngrams, '')) <= 2047
+        THEN pg_catalog.tsvector_to_array(pg_catalog.array_to_tsvector(ngrams))
+        ELSE ngrams END;
+BEGIN
+    RETURN dm_private.parse_query_names(match_team_id, ngrams, scan_grams, fuzzy, NULL, NULL, NULL, NULL);
 END
 $$;
 COMMENT ON FUNCTION dm_private.match_query_names(uuid, text [], text []) IS
-'What dm.parse_query reads from the authenticated team''s tables, in one call: {"entities": the result of dm_private.match_query_entities, "predicates": the result of dm_private.predicate_hints} for the same n-grams and trigram candidates. Definer (densemem_searcher) with an explicit, checked team predicate.';
+'What dm.parse_query reads from the authenticated team''s tables, in one call: {"entities": the result of dm_private.match_query_entities, "predicates": the result of dm_private.predicate_hints} for the same n-grams and trigram candidates (dm_private.parse_query_names with the n-grams sorted). Definer (densemem_searcher) with an explicit, checked team predicate.';
 ALTER FUNCTION dm_private.match_query_names(uuid, text [], text []) OWNER TO densemem_searcher;
 
 -- The public parse. Recall calls it once per query (request fields override
@@ -1349,7 +1402,8 @@ DECLARE
     -- ASCII letters and digits with at most a final question mark (most
     -- questions) have no punctuation to trim but that mark: one short
     -- regular expression without lookaround instead of the trimming one.
-    cased constant text [] := CASE WHEN prepared ~ '^[A-Za-z0-9 ]*\??$'
+    plain constant boolean := prepared ~ '^[A-Za-z0-9 ]*\??$';
+    cased constant text [] := CASE WHEN plain
         THEN (pg_catalog.array_remove(pg_catalog.string_to_array(
             pg_catalog.rtrim(prepared, '?'), ' '), ''))[1:64]
         ELSE (pg_catalog.array_remove(pg_catalog.string_to_array(
@@ -1371,7 +1425,6 @@ DECLARE
     anchors jsonb := '[]'::jsonb;
     masked text := prepared;
     anchored jsonb;
-    names jsonb;
     phrases jsonb := '[]'::jsonb;
     terms text [] := '{}'::text [];
     raw text;
@@ -1475,14 +1528,23 @@ BEGIN
     -- plan that query twice.
     -- The team's part first (its check raises before any answer is built),
     -- then one object of six keys (no concatenation of two objects).
-    names := dm_private.match_query_names(parse_query.team_id, grams, fuzzy);
-    RETURN pg_catalog.jsonb_build_object(
-        'anchors', anchors,
-        'phrases', phrases,
-        'terms', pg_catalog.to_jsonb(terms),
-        'time', dm_private.parse_time(prepared, COALESCE(parse_query.now, pg_catalog.now())),
-        'entities', names OPERATOR(pg_catalog.->) 'entities',
-        'predicates', names OPERATOR(pg_catalog.->) 'predicates');
+    -- The n-grams sorted for the index scans (see dm_private.match_query_names):
+    -- tokens are never empty, and no n-gram is longer than the lower-case
+    -- text, so within 2,047 bytes every n-gram is a valid lexeme.
+    -- The whole answer is built by the definer call, once.
+    RETURN dm_private.parse_query_names(
+        parse_query.team_id, grams,
+        CASE WHEN pg_catalog.octet_length(lowered) <= 2047
+             THEN pg_catalog.tsvector_to_array(pg_catalog.array_to_tsvector(grams)) ELSE grams END,
+        fuzzy, anchors, phrases, pg_catalog.to_jsonb(terms),
+        -- Time: words of ASCII letters and digits with at most a final
+        -- question mark, fewer than 64 (all of them are in toks), are the
+        -- walker's tokens and words as dm_private.parse_time splits them,
+        -- and lowered reads as its lower-case text (the same digits, and no
+        -- punctuation before a "when").
+        CASE WHEN plain AND n < 64
+             THEN dm_private.parse_time_words(lowered, toks, toks, COALESCE(parse_query.now, pg_catalog.now()))
+             ELSE dm_private.parse_time(prepared, COALESCE(parse_query.now, pg_catalog.now())) END);
 END
 $$;
 COMMENT ON FUNCTION dm.parse_query(text, uuid, timestamptz) IS
@@ -1491,6 +1553,7 @@ COMMENT ON FUNCTION dm.parse_query(text, uuid, timestamptz) IS
 REVOKE ALL ON FUNCTION dm_private.parse_prepare_text(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm_private.parse_anchors(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm_private.parse_time(text, timestamptz) FROM PUBLIC;
+REVOKE ALL ON FUNCTION dm_private.parse_time_words(text, text [], text [], timestamptz) FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm_private.query_tokens_cased(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm_private.query_tokens(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm_private.query_name_keys(text) FROM PUBLIC;
@@ -1503,6 +1566,7 @@ REVOKE ALL ON FUNCTION dm_private.match_entity_trigrams(uuid, text [], uuid []) 
 REVOKE ALL ON FUNCTION dm_private.parse_first_ten(jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm_private.predicate_hints(uuid, text []) FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm_private.match_query_names(uuid, text [], text []) FROM PUBLIC;
+REVOKE ALL ON FUNCTION dm_private.parse_query_names(uuid, text [], text [], text [], jsonb, jsonb, jsonb, jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm.parse_query(text, uuid, timestamptz) FROM PUBLIC;
 
 GRANT EXECUTE ON FUNCTION dm_private.parse_prepare_text(text) TO
@@ -1510,6 +1574,8 @@ densemem_app, densemem_analyst, densemem_operator, densemem_searcher;
 GRANT EXECUTE ON FUNCTION dm_private.parse_anchors(text) TO
 densemem_app, densemem_analyst, densemem_operator, densemem_searcher;
 GRANT EXECUTE ON FUNCTION dm_private.parse_time(text, timestamptz) TO
+densemem_app, densemem_analyst, densemem_operator, densemem_searcher;
+GRANT EXECUTE ON FUNCTION dm_private.parse_time_words(text, text [], text [], timestamptz) TO
 densemem_app, densemem_analyst, densemem_operator, densemem_searcher;
 GRANT EXECUTE ON FUNCTION dm_private.query_tokens_cased(text) TO
 densemem_app, densemem_analyst, densemem_operator, densemem_searcher;
@@ -1534,6 +1600,8 @@ densemem_app, densemem_analyst, densemem_operator, densemem_searcher;
 GRANT EXECUTE ON FUNCTION dm_private.predicate_hints(uuid, text []) TO
 densemem_app, densemem_analyst, densemem_operator, densemem_searcher;
 GRANT EXECUTE ON FUNCTION dm_private.match_query_names(uuid, text [], text []) TO
+densemem_app, densemem_analyst, densemem_operator;
+GRANT EXECUTE ON FUNCTION dm_private.parse_query_names(uuid, text [], text [], text [], jsonb, jsonb, jsonb, jsonb) TO
 densemem_app, densemem_analyst, densemem_operator;
 GRANT EXECUTE ON FUNCTION dm.parse_query(text, uuid, timestamptz) TO
 densemem_app, densemem_analyst, densemem_operator;
