@@ -853,6 +853,9 @@ AS $$
 DECLARE
     prepared constant text := dm_private.parse_prepare_text(query);
     anchored jsonb;
+    t_lower text;
+    t_words text [];
+    t_toks text [];
     phrases jsonb := '[]'::jsonb;
     terms text [] := '{}'::text [];
     raw text;
@@ -1425,6 +1428,9 @@ DECLARE
     anchors jsonb := '[]'::jsonb;
     masked text := prepared;
     anchored jsonb;
+    t_lower text;
+    t_words text [];
+    t_toks text [];
     phrases jsonb := '[]'::jsonb;
     terms text [] := '{}'::text [];
     raw text;
@@ -1511,7 +1517,12 @@ BEGIN
     END IF;
 
     -- Content terms (one test per word; the cap is checked only when a term is added).
-    FOREACH w IN ARRAY CASE WHEN pg_catalog.octet_length(prepared) = pg_catalog.length(prepared) THEN pg_catalog.string_to_array(pg_catalog.regexp_replace(
+    -- A plain question (ASCII letters, digits, spaces, a final question
+    -- mark) with no anchor guard passed and fewer than 64 tokens: its
+    -- lower-case words split on the other characters are toks (empty
+    -- pieces are skipped below anyway).
+    FOREACH w IN ARRAY CASE WHEN plain AND anchored IS NULL AND n < 64 THEN toks
+        WHEN pg_catalog.octet_length(prepared) = pg_catalog.length(prepared) THEN pg_catalog.string_to_array(pg_catalog.regexp_replace(
         pg_catalog.lower(masked), '[^ a-z0-9]+', ' ', 'g'), ' ')
         ELSE pg_catalog.regexp_split_to_array(pg_catalog.lower(masked), '[^[:alnum:]]+') END LOOP
         IF pg_catalog.length(w) >= 2 AND NOT w = ANY (terms) AND NOT w = ANY ('{about,above,after,again,against,all,am,an,and,any,are,as,at,be,because,been,before,being,below,between,both,but,by,can,could,did,do,does,doing,down,during,each,few,for,from,further,had,has,have,having,he,her,here,hers,herself,him,himself,his,how,if,in,into,is,it,its,itself,just,me,more,most,my,myself,no,nor,not,now,of,off,on,once,only,or,other,our,ours,ourselves,out,over,own,same,she,should,so,some,such,than,that,the,their,theirs,them,themselves,then,there,these,they,this,those,through,to,too,under,until,up,very,was,we,were,what,when,where,which,while,who,whom,why,will,with,would,you,your,yours,yourself,yourselves,ll,re,ve,don,didn,doesn,isn,wasn,weren,won}'::text []) THEN
@@ -1528,6 +1539,17 @@ BEGIN
     -- plan that query twice.
     -- The team's part first (its check raises before any answer is built),
     -- then one object of six keys (no concatenation of two objects).
+    IF NOT (plain AND n < 64) THEN
+        -- dm_private.parse_time's lower-case text, words and tokens (its expressions).
+        t_lower := pg_catalog.lower(prepared);
+        t_words := pg_catalog.string_to_array(
+            pg_catalog.regexp_replace(t_lower, '[][,.;:!?(){}"“”''/-]', ' ', 'g'), ' ');
+        t_toks := pg_catalog.array_remove(CASE
+            WHEN pg_catalog.strpos(t_lower, '-') = 0 AND pg_catalog.strpos(t_lower, '/') = 0 THEN t_words
+            ELSE pg_catalog.string_to_array(pg_catalog.regexp_replace(t_lower, '[][,.;:!?(){}"“”'']', ' ', 'g'), ' ')
+        END, '');
+    END IF;
+
     -- The n-grams sorted for the index scans (see dm_private.match_query_names):
     -- tokens are never empty, and no n-gram is longer than the lower-case
     -- text, so within 2,047 bytes every n-gram is a valid lexeme.
@@ -1544,7 +1566,7 @@ BEGIN
         -- punctuation before a "when").
         CASE WHEN plain AND n < 64
              THEN dm_private.parse_time_words(lowered, toks, toks, COALESCE(parse_query.now, pg_catalog.now()))
-             ELSE dm_private.parse_time(prepared, COALESCE(parse_query.now, pg_catalog.now())) END);
+             ELSE dm_private.parse_time_words(t_lower, t_words, t_toks, COALESCE(parse_query.now, pg_catalog.now())) END);
 END
 $$;
 COMMENT ON FUNCTION dm.parse_query(text, uuid, timestamptz) IS
