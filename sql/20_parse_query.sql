@@ -1607,7 +1607,25 @@ BEGIN
         -- walker's tokens and words as dm_private.parse_time splits them,
         -- and lowered reads as its lower-case text (the same digits, and no
         -- punctuation before a "when").
-        CASE WHEN plain AND n < 64
+        -- A plain question with no digit and none of the words that the
+        -- walker, the intent rules or the temporal-question rules start
+        -- from (the union of parse_time_words' three word sets) has no time
+        -- hint: parse_time_words' literal answer, without the call.
+        CASE WHEN plain AND n < 64 AND prepared !~ '[0-9]'
+                  AND NOT ('{"afternoon": true, "apr": true, "april": true, "aug": true, "august": true, "beginning": true,
+                    "current": true, "currently": true, "date": true, "day": true, "days": true, "dec": true,
+                    "december": true, "earliest": true, "evening": true, "feb": true, "february": true, "first": true,
+                    "firstly": true, "friday": true, "initially": true, "jan": true, "january": true, "jul": true,
+                    "july": true, "jun": true, "june": true, "lately": true, "latest": true, "long": true, "mar": true,
+                    "march": true, "may": true, "monday": true, "month": true, "months": true, "morning": true,
+                    "newest": true, "night": true, "nov": true, "november": true, "now": true, "nowadays": true, "oct":
+                    true, "october": true, "oldest": true, "original": true, "originally": true, "recent": true,
+                    "recently": true, "saturday": true, "season": true, "sep": true, "sept": true, "september": true,
+                    "still": true, "sunday": true, "thursday": true, "time": true, "today": true, "tomorrow": true,
+                    "tonight": true, "tuesday": true, "wednesday": true, "week": true, "weekend": true, "weeks": true,
+                    "when": true, "with": true, "year": true, "years": true, "yesterday": true}'::jsonb OPERATOR(pg_catalog.?|) toks)
+             THEN '{"window": null, "intent": null, "temporal_question": false, "expressions": []}'::jsonb
+             WHEN plain AND n < 64
              THEN dm_private.parse_time_words(lowered, toks, toks, COALESCE(parse_query.now, pg_catalog.now()))
              ELSE dm_private.parse_time_words(t_lower, t_words, t_toks, COALESCE(parse_query.now, pg_catalog.now())) END);
 END
