@@ -1534,10 +1534,13 @@ BEGIN
         fuzzy := (pairs || singles)[1:8];
     END IF;
 
-    -- dm_private.parse_query_text. Anchors: dm_private.parse_anchors returns
-    -- at once, with the text unchanged, when none of its grammars' needles
-    -- is present (then there is no @, so no e-mail address was masked).
-    IF prepared ~ '[-:/@.]|[0-9A-Fa-f]{7}' THEN
+    -- dm_private.parse_query_text. Anchors: dm_private.parse_anchors skips
+    -- every grammar whose needle and guard are both absent, and masks e-mail
+    -- addresses only when there is an @: when the text holds none of ':\',
+    -- '/', '@' and the other grammars' guards (each guard contains its
+    -- needle), it returns no anchor and the text unchanged, so it is not
+    -- called ("Dr. Seuss", "career-wise", "J.K. Rowling").
+    IF prepared ~ ':\\|/|@|[A-Za-z0-9]:[A-Za-z0-9]|[0-9A-Fa-f]{8}-[0-9A-Fa-f]|[Ss][Rr][Vv]-[A-Za-z0-9]|[0-9]\.[0-9]|[A-Z0-9]-[1-9]|[0-9A-Fa-f]{7}' THEN
         anchored := dm_private.parse_anchors(prepared);
         anchors := anchored OPERATOR(pg_catalog.->) 'anchors';
         masked := anchored OPERATOR(pg_catalog.->>) 'masked';
