@@ -1539,8 +1539,11 @@ BEGIN
     -- addresses only when there is an @: when the text holds none of ':\',
     -- '/', '@' and the other grammars' guards (each guard contains its
     -- needle), it returns no anchor and the text unchanged, so it is not
-    -- called ("Dr. Seuss", "career-wise", "J.K. Rowling").
-    IF prepared ~ ':\\|/|@|[A-Za-z0-9]:[A-Za-z0-9]|[0-9A-Fa-f]{8}-[0-9A-Fa-f]|[Ss][Rr][Vv]-[A-Za-z0-9]|[0-9]\.[0-9]|[A-Z0-9]-[1-9]|[0-9A-Fa-f]{7}' THEN
+    -- called ("Dr. Seuss", "career-wise", "J.K. Rowling"). The UUID guard
+    -- holds 7 hex digits, so the hash guard stands for both; the cheap
+    -- needle test runs first (most questions have none of - : / @ .).
+    IF prepared ~ '[-:/@.]|[0-9A-Fa-f]{7}'
+       AND prepared ~ ':\\|/|@|[A-Za-z0-9]:[A-Za-z0-9]|[Ss][Rr][Vv]-[A-Za-z0-9]|[0-9]\.[0-9]|[A-Z0-9]-[1-9]|[0-9A-Fa-f]{7}' THEN
         anchored := dm_private.parse_anchors(prepared);
         anchors := anchored OPERATOR(pg_catalog.->) 'anchors';
         masked := anchored OPERATOR(pg_catalog.->>) 'masked';
