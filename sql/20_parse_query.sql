@@ -560,9 +560,11 @@ BEGIN
             win_to := first_to;
         END IF;
         -- ISO 8601 with an explicit +00:00, whatever the session's TimeZone.
-        window_json := pg_catalog.jsonb_build_object(
-            'from', (pg_catalog.to_jsonb(win_from) OPERATOR(pg_catalog.#>>) '{}'::text []) || '+00:00',
-            'to', (pg_catalog.to_jsonb(win_to) OPERATOR(pg_catalog.#>>) '{}'::text []) || '+00:00');
+        -- Two texts (or nulls): jsonb_object, without jsonb_build_object's
+        -- per-argument type look-ups.
+        window_json := pg_catalog.jsonb_object('{from,to}'::text [], ARRAY[
+            (pg_catalog.to_jsonb(win_from) OPERATOR(pg_catalog.#>>) '{}'::text []) || '+00:00',
+            (pg_catalog.to_jsonb(win_to) OPERATOR(pg_catalog.#>>) '{}'::text []) || '+00:00']);
     END IF;
 
     -- Intent: the first intent word of the query decides.
@@ -1291,9 +1293,14 @@ BEGIN
             matched_names := matched_names || name_rows_found[k][2];
             matched_ids := matched_ids || name_rows_found[k][1]::uuid;
             CONTINUE WHEN pg_catalog.jsonb_array_length(found) >= 10;
-            found := found || pg_catalog.jsonb_build_object(
-                'entity_id', name_rows_found[k][1], 'name', name_rows_found[k][4], 'mention', name_rows_found[k][2],
-                'match', CASE WHEN name_rows_found[k][3] = 't' THEN 'exact' ELSE 'alias' END, 'similarity', 1.0);
+            -- The four text fields by jsonb_object (no per-argument type
+            -- look-ups, as jsonb_build_object makes on every call), then the
+            -- constant similarity: the same object at half the cost.
+            found := found || (pg_catalog.jsonb_object(
+                '{entity_id,name,mention,match}'::text [],
+                ARRAY[name_rows_found[k][1], name_rows_found[k][4], name_rows_found[k][2],
+                      CASE WHEN name_rows_found[k][3] = 't' THEN 'exact' ELSE 'alias' END])
+                || '{"similarity": 1.0}'::jsonb);
         END LOOP;
     END IF;
 
@@ -1376,9 +1383,12 @@ BEGIN
     -- dm.parse_query's whole answer, built once here: the entity objects
     -- are written into one object, not into a two-key object that the
     -- caller takes apart and writes again.
-    RETURN pg_catalog.jsonb_build_object(
-        'anchors', anchors, 'phrases', phrases, 'terms', terms, 'time', time_hints,
-        'entities', found, 'predicates', predicates);
+    -- JSON_OBJECT: the same object as jsonb_build_object, a little cheaper
+    -- (its arguments' JSON categories are not looked up as the variadic
+    -- function's are).
+    RETURN JSON_OBJECT(
+        'anchors': anchors, 'phrases': phrases, 'terms': terms, 'time': time_hints,
+        'entities': found, 'predicates': predicates RETURNING jsonb);
 END
 $$;
 COMMENT ON FUNCTION dm_private.parse_query_names(uuid, text [], text [], text [], jsonb, jsonb, jsonb, jsonb) IS
