@@ -9,13 +9,16 @@
 --   dm_private.parse_query_text(query, now)   pure text parsing, no tables:
 --       dm_private.parse_anchors(text)         hard anchors
 --       dm_private.parse_time(text, now)       time window, intent, temporal question
+--                                             (dm_private.parse_time_words on split text)
 --   dm_private.query_tokens(query)            tokens for name matching
 --   dm_private.query_token_ngrams(tokens)     their 1-4 token n-grams
 --   dm_private.query_fuzzy_keys(cased tokens) trigram-lookup candidates
---   dm_private.match_query_names(team, n-grams, candidates)
+--   dm_private.parse_query_names(team, n-grams, sorted n-grams, candidates, pieces)
 --                                             the team check, then the team's entity names
 --                                             and predicate synonyms in one statement
---                                             (dm_private.match_entity_trigrams for misspellings)
+--                                             (dm_private.match_entity_trigrams for misspellings),
+--                                             and the whole answer; match_query_names(team,
+--                                             n-grams, candidates) is its wrapper
 --   dm_private.match_query_entities(team, n-grams, candidates)
 --   dm_private.predicate_hints(team, n-grams) the same two answers by sorting SQL statements,
 --                                             for direct use (and rows beyond 16)
