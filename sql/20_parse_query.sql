@@ -9,13 +9,16 @@
 --   dm_private.parse_query_text(query, now)   pure text parsing, no tables:
 --       dm_private.parse_anchors(text)         hard anchors
 --       dm_private.parse_time(text, now)       time window, intent, temporal question
+--                                             (dm_private.parse_time_words on split text)
 --   dm_private.query_tokens(query)            tokens for name matching
 --   dm_private.query_token_ngrams(tokens)     their 1-4 token n-grams
 --   dm_private.query_fuzzy_keys(cased tokens) trigram-lookup candidates
---   dm_private.match_query_names(team, n-grams, candidates)
+--   dm_private.parse_query_names(team, n-grams, sorted n-grams, candidates, pieces)
 --                                             the team check, then the team's entity names
 --                                             and predicate synonyms in one statement
---                                             (dm_private.match_entity_trigrams for misspellings)
+--                                             (dm_private.match_entity_trigrams for misspellings),
+--                                             and the whole answer; match_query_names(team,
+--                                             n-grams, candidates) is its wrapper
 --   dm_private.match_query_entities(team, n-grams, candidates)
 --   dm_private.predicate_hints(team, n-grams) the same two answers by sorting SQL statements,
 --                                             for direct use (and rows beyond 16)
@@ -217,7 +220,10 @@ COMMENT ON FUNCTION dm_private.parse_anchors(text) IS
 -- window expressions intersect (an empty intersection keeps the first);
 -- since / after / before / until / by open one side. Every form is in
 -- docs/QUERY_GRAMMAR.md.
-CREATE OR REPLACE FUNCTION dm_private.parse_time(prepared text, clock timestamptz)
+-- The time walker on a query already split (t, words, toks as
+-- dm_private.parse_time computes them): dm.parse_query passes the tokens it
+-- has already computed when they are the same ones.
+CREATE OR REPLACE FUNCTION dm_private.parse_time_words(t text, words text [], toks text [], clock timestamptz)
 RETURNS jsonb
 LANGUAGE plpgsql
 IMMUTABLE
@@ -225,19 +231,6 @@ PARALLEL SAFE
 SET search_path = ''
 AS $$
 DECLARE
-    t constant text := pg_catalog.lower(COALESCE(prepared, ''));
-    -- Words for the keyword guards, so that the walker and its regular
-    -- expressions run only when a form can match. Punctuation becomes space
-    -- by regexp_replace (one regex run per punctuation mark; translate would
-    -- scan its whole character list for every character of the query).
-    words constant text [] := pg_catalog.string_to_array(
-        pg_catalog.regexp_replace(t, '[][,.;:!?(){}"“”''/-]', ' ', 'g'), ' ');
-    -- Tokens for the window walker: punctuation (but not - in 2023-05-08)
-    -- and apostrophes are separators; without - or / they are the words.
-    toks constant text [] := pg_catalog.array_remove(CASE
-        WHEN pg_catalog.strpos(t, '-') = 0 AND pg_catalog.strpos(t, '/') = 0 THEN words
-        ELSE pg_catalog.string_to_array(pg_catalog.regexp_replace(t, '[][,.;:!?(){}"“”'']', ' ', 'g'), ' ')
-    END, '');
     -- Word lists are typed literals where they are used (folded into the
     -- cached plan; = ANY on nine or more elements is a hash probe), not
     -- variables: a variable is copied and expanded on every call, also by
@@ -570,9 +563,11 @@ BEGIN
             win_to := first_to;
         END IF;
         -- ISO 8601 with an explicit +00:00, whatever the session's TimeZone.
-        window_json := pg_catalog.jsonb_build_object(
-            'from', (pg_catalog.to_jsonb(win_from) OPERATOR(pg_catalog.#>>) '{}'::text []) || '+00:00',
-            'to', (pg_catalog.to_jsonb(win_to) OPERATOR(pg_catalog.#>>) '{}'::text []) || '+00:00');
+        -- Two texts (or nulls): jsonb_object, without jsonb_build_object's
+        -- per-argument type look-ups.
+        window_json := pg_catalog.jsonb_object('{from,to}'::text [], ARRAY[
+            (pg_catalog.to_jsonb(win_from) OPERATOR(pg_catalog.#>>) '{}'::text []) || '+00:00',
+            (pg_catalog.to_jsonb(win_to) OPERATOR(pg_catalog.#>>) '{}'::text []) || '+00:00']);
     END IF;
 
     -- Intent: the first intent word of the query decides.
@@ -633,6 +628,34 @@ BEGIN
         'intent', intent,
         'temporal_question', temporal,
         'expressions', expressions);
+END
+$$;
+COMMENT ON FUNCTION dm_private.parse_time_words(text, text [], text [], timestamptz) IS
+'dm_private.parse_time on a query already split: t its lower-case text, words its words (only tested for membership: empty elements are ignored), toks the walker''s tokens, as dm_private.parse_time computes them.';
+
+CREATE OR REPLACE FUNCTION dm_private.parse_time(prepared text, clock timestamptz)
+RETURNS jsonb
+LANGUAGE plpgsql
+IMMUTABLE
+PARALLEL SAFE
+SET search_path = ''
+AS $$
+DECLARE
+    t constant text := pg_catalog.lower(COALESCE(prepared, ''));
+    -- Words for the keyword guards, so that the walker and its regular
+    -- expressions run only when a form can match. Punctuation becomes space
+    -- by regexp_replace (one regex run per punctuation mark; translate would
+    -- scan its whole character list for every character of the query).
+    words constant text [] := pg_catalog.string_to_array(
+        pg_catalog.regexp_replace(t, '[][,.;:!?(){}"“”''/-]', ' ', 'g'), ' ');
+    -- Tokens for the window walker: punctuation (but not - in 2023-05-08)
+    -- and apostrophes are separators; without - or / they are the words.
+    toks constant text [] := pg_catalog.array_remove(CASE
+        WHEN pg_catalog.strpos(t, '-') = 0 AND pg_catalog.strpos(t, '/') = 0 THEN words
+        ELSE pg_catalog.string_to_array(pg_catalog.regexp_replace(t, '[][,.;:!?(){}"“”'']', ' ', 'g'), ' ')
+    END, '');
+BEGIN
+    RETURN dm_private.parse_time_words(t, words, toks, clock);
 END
 $$;
 COMMENT ON FUNCTION dm_private.parse_time(text, timestamptz) IS
@@ -835,6 +858,9 @@ AS $$
 DECLARE
     prepared constant text := dm_private.parse_prepare_text(query);
     anchored jsonb;
+    t_lower text;
+    t_words text [];
+    t_toks text [];
     phrases jsonb := '[]'::jsonb;
     terms text [] := '{}'::text [];
     raw text;
@@ -923,8 +949,19 @@ SET pg_trgm.similarity_threshold = 0.45
 SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
-    -- Checked first, as an expression (PERFORM would run a whole query).
-    checked_team constant uuid := dm_private.require_team(match_team_id);
+    -- Checked first, as an expression (PERFORM would run a whole query);
+    -- the service's case without a call, as in dm_private.parse_query_names.
+    checked_team constant uuid := CASE
+        WHEN match_team_id = NULLIF(pg_catalog.current_setting('densemem.team_id', true), '')::uuid
+             AND pg_catalog.pg_has_role(session_user, 'densemem_app', 'MEMBER')
+        THEN match_team_id
+        ELSE dm_private.require_team(match_team_id) END;
+    -- One probe's rows: {entity id, 't' when similarity >= 0.45, the rounded
+    -- similarity, canonical name}, most similar first.
+    one_rows text [];
+    r text [];
+    seen text [] := '{}'::text [];
+    found jsonb := '[]'::jsonb;
     -- Each probe's LIKE pattern (its first letter), computed here: a
     -- pattern the statement computes costs more than the % test in the
     -- planner's eyes, and a sequential scan (a small team) then ran the
@@ -934,6 +971,38 @@ BEGIN
     FOR i IN 1..LEAST(COALESCE(pg_catalog.cardinality(probes), 0), 2) LOOP
         first_letters := first_letters || (pg_catalog.left(probes[i], 1) || '%');
     END LOOP;
+    IF pg_catalog.cardinality(first_letters) = 1 THEN
+        -- One probe (most queries that probe): its three best rows in one
+        -- lean statement (a limited sort over the index scan; no function
+        -- scan, join, unique or aggregate node to start), then the same
+        -- rules as the statement below in PL/pgSQL: excluded entities
+        -- dropped, each entity once at its most similar row (the first, in
+        -- this order), rows under 0.45 dropped, most similar first then by id.
+        one_rows := ARRAY(
+            SELECT ARRAY[
+                n.entity_id::text,
+                CASE WHEN public.similarity(n.normalized_name, probes[1]) >= 0.45 THEN 't' ELSE 'f' END,
+                pg_catalog.round(public.similarity(n.normalized_name, probes[1])::numeric, 3)::text,
+                (SELECT e.canonical_name FROM dm_private.entities AS e
+                 WHERE e.team_id = match_team_id AND e.entity_id = n.entity_id)]
+            FROM dm_private.entity_names AS n
+            WHERE n.team_id = match_team_id
+              AND n.normalized_name LIKE first_letters[1]
+              AND n.normalized_name OPERATOR(public.%) probes[1]
+            ORDER BY public.similarity(n.normalized_name, probes[1]) DESC, n.entity_id
+            LIMIT 3);
+        IF pg_catalog.cardinality(one_rows) > 0 THEN
+            FOREACH r SLICE 1 IN ARRAY one_rows LOOP
+                CONTINUE WHEN r[1]::uuid = ANY (COALESCE(exclude_ids, '{}')) OR r[1] = ANY (seen);
+                seen := seen || r[1];
+                CONTINUE WHEN r[2] = 'f';
+                found := found || pg_catalog.jsonb_build_object(
+                    'entity_id', r[1], 'name', r[4], 'mention', probes[1], 'match', 'trigram',
+                    'similarity', r[3]::numeric);
+            END LOOP;
+        END IF;
+        RETURN found;
+    END IF;
     RETURN (
         SELECT COALESCE(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
                 'entity_id', y.entity_id,
@@ -1104,7 +1173,9 @@ COMMENT ON FUNCTION dm_private.predicate_hints(uuid, text []) IS
 -- the SQL functions above. The override rule needs no join: a default is
 -- dropped when its phrase is among the team's phrases that occur in the
 -- query (that subquery runs only when a default matched).
-CREATE OR REPLACE FUNCTION dm_private.match_query_names(match_team_id uuid, ngrams text [], fuzzy text [])
+CREATE OR REPLACE FUNCTION dm_private.parse_query_names(
+    match_team_id uuid, ngrams text [], scan_grams text [], fuzzy text [],
+    anchors jsonb, phrases jsonb, terms jsonb, time_hints jsonb)
 RETURNS jsonb
 LANGUAGE plpgsql
 STABLE
@@ -1124,20 +1195,6 @@ DECLARE
              AND pg_catalog.pg_has_role(session_user, 'densemem_app', 'MEMBER')
         THEN match_team_id
         ELSE dm_private.require_team(match_team_id) END;
-    -- The n-grams for the index scans, sorted in byte order and without
-    -- duplicates: each = ANY scan sorts its array again (qsort, then a
-    -- de-duplication pass), and a sorted array costs that sort one linear
-    -- check. array_to_tsvector sorts and de-duplicates lexemes in C: a
-    -- lexeme compares by memcmp, then the shorter first, which is the
-    -- order of COLLATE "C". It rejects NULL and empty elements and a
-    -- lexeme is at most 2,047 bytes, so other arrays are scanned as given
-    -- (the answer is the same either way; only the sort is saved).
-    scan_grams constant text [] := CASE
-        WHEN ngrams IS NOT NULL AND pg_catalog.array_position(ngrams, NULL) IS NULL
-             AND pg_catalog.array_position(ngrams, '') IS NULL
-             AND pg_catalog.octet_length(pg_catalog.array_to_string(ngrams, '')) <= 2047
-        THEN pg_catalog.tsvector_to_array(pg_catalog.array_to_tsvector(ngrams))
-        ELSE ngrams END;
     -- One row per matched name: {entity id, mention, 't' if canonical else
     -- 'f', canonical name}, one aggregate instead of four (each aggregate
     -- costs its start-up on every call). A uuid's text orders as its bytes
@@ -1165,7 +1222,12 @@ DECLARE
     probes text [] := '{}'::text [];
 BEGIN
     IF ngrams IS NULL OR pg_catalog.cardinality(ngrams) = 0 THEN
-        RETURN '{"entities": [], "predicates": []}'::jsonb;
+        IF anchors IS NULL THEN
+            RETURN '{"entities": [], "predicates": []}'::jsonb;
+        END IF;
+        RETURN pg_catalog.jsonb_build_object(
+            'anchors', anchors, 'phrases', phrases, 'terms', terms, 'time', time_hints,
+            'entities', '[]'::jsonb, 'predicates', '[]'::jsonb);
     END IF;
     -- Three ARRAY(SELECT ...) sublinks under one Result: no aggregate node
     -- to start (an Agg node's start-up, with its catalog look-ups and ACL
@@ -1234,9 +1296,14 @@ BEGIN
             matched_names := matched_names || name_rows_found[k][2];
             matched_ids := matched_ids || name_rows_found[k][1]::uuid;
             CONTINUE WHEN pg_catalog.jsonb_array_length(found) >= 10;
-            found := found || pg_catalog.jsonb_build_object(
-                'entity_id', name_rows_found[k][1], 'name', name_rows_found[k][4], 'mention', name_rows_found[k][2],
-                'match', CASE WHEN name_rows_found[k][3] = 't' THEN 'exact' ELSE 'alias' END, 'similarity', 1.0);
+            -- The four text fields by jsonb_object (no per-argument type
+            -- look-ups, as jsonb_build_object makes on every call), then the
+            -- constant similarity: the same object at half the cost.
+            found := found || (pg_catalog.jsonb_object(
+                '{entity_id,name,mention,match}'::text [],
+                ARRAY[name_rows_found[k][1], name_rows_found[k][4], name_rows_found[k][2],
+                      CASE WHEN name_rows_found[k][3] = 't' THEN 'exact' ELSE 'alias' END])
+                || '{"similarity": 1.0}'::jsonb);
         END LOOP;
     END IF;
 
@@ -1313,11 +1380,56 @@ BEGIN
             END IF;
         END IF;
     END IF;
-    RETURN pg_catalog.jsonb_build_object('entities', found, 'predicates', predicates);
+    IF anchors IS NULL THEN
+        RETURN pg_catalog.jsonb_build_object('entities', found, 'predicates', predicates);
+    END IF;
+    -- dm.parse_query's whole answer, built once here: the entity objects
+    -- are written into one object, not into a two-key object that the
+    -- caller takes apart and writes again.
+    -- JSON_OBJECT: the same object as jsonb_build_object, a little cheaper
+    -- (its arguments' JSON categories are not looked up as the variadic
+    -- function's are).
+    RETURN JSON_OBJECT(
+        'anchors': anchors, 'phrases': phrases, 'terms': terms, 'time': time_hints,
+        'entities': found, 'predicates': predicates RETURNING jsonb);
+END
+$$;
+COMMENT ON FUNCTION dm_private.parse_query_names(uuid, text [], text [], text [], jsonb, jsonb, jsonb, jsonb) IS
+'What dm.parse_query reads from the authenticated team''s tables, in one call: the entities (dm_private.match_query_entities) and predicates (dm_private.predicate_hints) for the n-grams (scan_grams: the same n-grams, sorted in byte order without duplicates, or as given) and trigram candidates; with anchors NULL {"entities", "predicates"}, otherwise dm.parse_query''s whole answer with the given anchors, phrases, terms and time. Definer (densemem_searcher) with an explicit, checked team predicate.';
+ALTER FUNCTION dm_private.parse_query_names(uuid, text [], text [], text [], jsonb, jsonb, jsonb, jsonb) OWNER TO densemem_searcher;
+
+-- The one-call lookup behind dm.parse_query (dm_private.parse_query_names
+-- below does the work); kept with its signature for direct use and its
+-- tests: the n-grams sorted for the index scans, then {"entities",
+-- "predicates"}.
+CREATE OR REPLACE FUNCTION dm_private.match_query_names(match_team_id uuid, ngrams text [], fuzzy text [])
+RETURNS jsonb
+LANGUAGE plpgsql
+STABLE
+SECURITY DEFINER
+SET search_path = ''
+AS $$
+DECLARE
+    -- The n-grams for the index scans, sorted in byte order and without
+    -- duplicates: each = ANY scan sorts its array again (qsort, then a
+    -- de-duplication pass), and a sorted array costs that sort one linear
+    -- check. array_to_tsvector sorts and de-duplicates lexemes in C: a
+    -- lexeme compares by memcmp, then the shorter first, which is the
+    -- order of COLLATE "C". It rejects NULL and empty elements and a
+    -- lexeme is at most 2,047 bytes, so other arrays are scanned as given
+    -- (the answer is the same either way; only the sort is saved).
+    scan_grams constant text [] := CASE
+        WHEN ngrams IS NOT NULL AND pg_catalog.array_position(ngrams, NULL) IS NULL
+             AND pg_catalog.array_position(ngrams, '') IS NULL
+             AND pg_catalog.octet_length(pg_catalog.array_to_string(ngrams, '')) <= 2047
+        THEN pg_catalog.tsvector_to_array(pg_catalog.array_to_tsvector(ngrams))
+        ELSE ngrams END;
+BEGIN
+    RETURN dm_private.parse_query_names(match_team_id, ngrams, scan_grams, fuzzy, NULL, NULL, NULL, NULL);
 END
 $$;
 COMMENT ON FUNCTION dm_private.match_query_names(uuid, text [], text []) IS
-'What dm.parse_query reads from the authenticated team''s tables, in one call: {"entities": the result of dm_private.match_query_entities, "predicates": the result of dm_private.predicate_hints} for the same n-grams and trigram candidates. Definer (densemem_searcher) with an explicit, checked team predicate.';
+'What dm.parse_query reads from the authenticated team''s tables, in one call: {"entities": the result of dm_private.match_query_entities, "predicates": the result of dm_private.predicate_hints} for the same n-grams and trigram candidates (dm_private.parse_query_names with the n-grams sorted). Definer (densemem_searcher) with an explicit, checked team predicate.';
 ALTER FUNCTION dm_private.match_query_names(uuid, text [], text []) OWNER TO densemem_searcher;
 
 -- The public parse. Recall calls it once per query (request fields override
@@ -1349,7 +1461,8 @@ DECLARE
     -- ASCII letters and digits with at most a final question mark (most
     -- questions) have no punctuation to trim but that mark: one short
     -- regular expression without lookaround instead of the trimming one.
-    cased constant text [] := CASE WHEN prepared ~ '^[A-Za-z0-9 ]*\??$'
+    plain constant boolean := prepared ~ '^[A-Za-z0-9 ]*\??$';
+    cased constant text [] := CASE WHEN plain
         THEN (pg_catalog.array_remove(pg_catalog.string_to_array(
             pg_catalog.rtrim(prepared, '?'), ' '), ''))[1:64]
         ELSE (pg_catalog.array_remove(pg_catalog.string_to_array(
@@ -1371,7 +1484,9 @@ DECLARE
     anchors jsonb := '[]'::jsonb;
     masked text := prepared;
     anchored jsonb;
-    names jsonb;
+    t_lower text;
+    t_words text [];
+    t_toks text [];
     phrases jsonb := '[]'::jsonb;
     terms text [] := '{}'::text [];
     raw text;
@@ -1432,10 +1547,16 @@ BEGIN
         fuzzy := (pairs || singles)[1:8];
     END IF;
 
-    -- dm_private.parse_query_text. Anchors: dm_private.parse_anchors returns
-    -- at once, with the text unchanged, when none of its grammars' needles
-    -- is present (then there is no @, so no e-mail address was masked).
-    IF prepared ~ '[-:/@.]|[0-9A-Fa-f]{7}' THEN
+    -- dm_private.parse_query_text. Anchors: dm_private.parse_anchors skips
+    -- every grammar whose needle and guard are both absent, and masks e-mail
+    -- addresses only when there is an @: when the text holds none of ':\',
+    -- '/', '@' and the other grammars' guards (each guard contains its
+    -- needle), it returns no anchor and the text unchanged, so it is not
+    -- called ("Dr. Seuss", "career-wise", "J.K. Rowling"). The UUID guard
+    -- holds 7 hex digits, so the hash guard stands for both; the cheap
+    -- needle test runs first (most questions have none of - : / @ .).
+    IF prepared ~ '[-:/@.]|[0-9A-Fa-f]{7}'
+       AND prepared ~ ':\\|/|@|[A-Za-z0-9]:[A-Za-z0-9]|[Ss][Rr][Vv]-[A-Za-z0-9]|[0-9]\.[0-9]|[A-Z0-9]-[1-9]|[0-9A-Fa-f]{7}' THEN
         anchored := dm_private.parse_anchors(prepared);
         anchors := anchored OPERATOR(pg_catalog.->) 'anchors';
         masked := anchored OPERATOR(pg_catalog.->>) 'masked';
@@ -1458,7 +1579,12 @@ BEGIN
     END IF;
 
     -- Content terms (one test per word; the cap is checked only when a term is added).
-    FOREACH w IN ARRAY CASE WHEN pg_catalog.octet_length(prepared) = pg_catalog.length(prepared) THEN pg_catalog.string_to_array(pg_catalog.regexp_replace(
+    -- A plain question (ASCII letters, digits, spaces, a final question
+    -- mark) with no anchor guard passed and fewer than 64 tokens: its
+    -- lower-case words split on the other characters are toks (empty
+    -- pieces are skipped below anyway).
+    FOREACH w IN ARRAY CASE WHEN plain AND anchored IS NULL AND n < 64 THEN toks
+        WHEN pg_catalog.octet_length(prepared) = pg_catalog.length(prepared) THEN pg_catalog.string_to_array(pg_catalog.regexp_replace(
         pg_catalog.lower(masked), '[^ a-z0-9]+', ' ', 'g'), ' ')
         ELSE pg_catalog.regexp_split_to_array(pg_catalog.lower(masked), '[^[:alnum:]]+') END LOOP
         IF pg_catalog.length(w) >= 2 AND NOT w = ANY (terms) AND NOT w = ANY ('{about,above,after,again,against,all,am,an,and,any,are,as,at,be,because,been,before,being,below,between,both,but,by,can,could,did,do,does,doing,down,during,each,few,for,from,further,had,has,have,having,he,her,here,hers,herself,him,himself,his,how,if,in,into,is,it,its,itself,just,me,more,most,my,myself,no,nor,not,now,of,off,on,once,only,or,other,our,ours,ourselves,out,over,own,same,she,should,so,some,such,than,that,the,their,theirs,them,themselves,then,there,these,they,this,those,through,to,too,under,until,up,very,was,we,were,what,when,where,which,while,who,whom,why,will,with,would,you,your,yours,yourself,yourselves,ll,re,ve,don,didn,doesn,isn,wasn,weren,won}'::text []) THEN
@@ -1475,14 +1601,52 @@ BEGIN
     -- plan that query twice.
     -- The team's part first (its check raises before any answer is built),
     -- then one object of six keys (no concatenation of two objects).
-    names := dm_private.match_query_names(parse_query.team_id, grams, fuzzy);
-    RETURN pg_catalog.jsonb_build_object(
-        'anchors', anchors,
-        'phrases', phrases,
-        'terms', pg_catalog.to_jsonb(terms),
-        'time', dm_private.parse_time(prepared, COALESCE(parse_query.now, pg_catalog.now())),
-        'entities', names OPERATOR(pg_catalog.->) 'entities',
-        'predicates', names OPERATOR(pg_catalog.->) 'predicates');
+    IF NOT (plain AND n < 64) THEN
+        -- dm_private.parse_time's lower-case text, words and tokens (its expressions).
+        t_lower := pg_catalog.lower(prepared);
+        t_words := pg_catalog.string_to_array(
+            pg_catalog.regexp_replace(t_lower, '[][,.;:!?(){}"“”''/-]', ' ', 'g'), ' ');
+        t_toks := pg_catalog.array_remove(CASE
+            WHEN pg_catalog.strpos(t_lower, '-') = 0 AND pg_catalog.strpos(t_lower, '/') = 0 THEN t_words
+            ELSE pg_catalog.string_to_array(pg_catalog.regexp_replace(t_lower, '[][,.;:!?(){}"“”'']', ' ', 'g'), ' ')
+        END, '');
+    END IF;
+
+    -- The n-grams sorted for the index scans (see dm_private.match_query_names):
+    -- tokens are never empty, and no n-gram is longer than the lower-case
+    -- text, so within 2,047 bytes every n-gram is a valid lexeme.
+    -- The whole answer is built by the definer call, once.
+    RETURN dm_private.parse_query_names(
+        parse_query.team_id, grams,
+        CASE WHEN pg_catalog.octet_length(lowered) <= 2047
+             THEN pg_catalog.tsvector_to_array(pg_catalog.array_to_tsvector(grams)) ELSE grams END,
+        fuzzy, anchors, phrases, pg_catalog.to_jsonb(terms),
+        -- Time: words of ASCII letters and digits with at most a final
+        -- question mark, fewer than 64 (all of them are in toks), are the
+        -- walker's tokens and words as dm_private.parse_time splits them,
+        -- and lowered reads as its lower-case text (the same digits, and no
+        -- punctuation before a "when").
+        -- A plain question with no digit and none of the words that the
+        -- walker, the intent rules or the temporal-question rules start
+        -- from (the union of parse_time_words' three word sets) has no time
+        -- hint: parse_time_words' literal answer, without the call.
+        CASE WHEN plain AND n < 64 AND prepared !~ '[0-9]'
+                  AND NOT ('{"afternoon": true, "apr": true, "april": true, "aug": true, "august": true, "beginning": true,
+                    "current": true, "currently": true, "date": true, "day": true, "days": true, "dec": true,
+                    "december": true, "earliest": true, "evening": true, "feb": true, "february": true, "first": true,
+                    "firstly": true, "friday": true, "initially": true, "jan": true, "january": true, "jul": true,
+                    "july": true, "jun": true, "june": true, "lately": true, "latest": true, "long": true, "mar": true,
+                    "march": true, "may": true, "monday": true, "month": true, "months": true, "morning": true,
+                    "newest": true, "night": true, "nov": true, "november": true, "now": true, "nowadays": true, "oct":
+                    true, "october": true, "oldest": true, "original": true, "originally": true, "recent": true,
+                    "recently": true, "saturday": true, "season": true, "sep": true, "sept": true, "september": true,
+                    "still": true, "sunday": true, "thursday": true, "time": true, "today": true, "tomorrow": true,
+                    "tonight": true, "tuesday": true, "wednesday": true, "week": true, "weekend": true, "weeks": true,
+                    "when": true, "with": true, "year": true, "years": true, "yesterday": true}'::jsonb OPERATOR(pg_catalog.?|) toks)
+             THEN '{"window": null, "intent": null, "temporal_question": false, "expressions": []}'::jsonb
+             WHEN plain AND n < 64
+             THEN dm_private.parse_time_words(lowered, toks, toks, COALESCE(parse_query.now, pg_catalog.now()))
+             ELSE dm_private.parse_time_words(t_lower, t_words, t_toks, COALESCE(parse_query.now, pg_catalog.now())) END);
 END
 $$;
 COMMENT ON FUNCTION dm.parse_query(text, uuid, timestamptz) IS
@@ -1491,6 +1655,7 @@ COMMENT ON FUNCTION dm.parse_query(text, uuid, timestamptz) IS
 REVOKE ALL ON FUNCTION dm_private.parse_prepare_text(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm_private.parse_anchors(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm_private.parse_time(text, timestamptz) FROM PUBLIC;
+REVOKE ALL ON FUNCTION dm_private.parse_time_words(text, text [], text [], timestamptz) FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm_private.query_tokens_cased(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm_private.query_tokens(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm_private.query_name_keys(text) FROM PUBLIC;
@@ -1503,6 +1668,7 @@ REVOKE ALL ON FUNCTION dm_private.match_entity_trigrams(uuid, text [], uuid []) 
 REVOKE ALL ON FUNCTION dm_private.parse_first_ten(jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm_private.predicate_hints(uuid, text []) FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm_private.match_query_names(uuid, text [], text []) FROM PUBLIC;
+REVOKE ALL ON FUNCTION dm_private.parse_query_names(uuid, text [], text [], text [], jsonb, jsonb, jsonb, jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm.parse_query(text, uuid, timestamptz) FROM PUBLIC;
 
 GRANT EXECUTE ON FUNCTION dm_private.parse_prepare_text(text) TO
@@ -1510,6 +1676,8 @@ densemem_app, densemem_analyst, densemem_operator, densemem_searcher;
 GRANT EXECUTE ON FUNCTION dm_private.parse_anchors(text) TO
 densemem_app, densemem_analyst, densemem_operator, densemem_searcher;
 GRANT EXECUTE ON FUNCTION dm_private.parse_time(text, timestamptz) TO
+densemem_app, densemem_analyst, densemem_operator, densemem_searcher;
+GRANT EXECUTE ON FUNCTION dm_private.parse_time_words(text, text [], text [], timestamptz) TO
 densemem_app, densemem_analyst, densemem_operator, densemem_searcher;
 GRANT EXECUTE ON FUNCTION dm_private.query_tokens_cased(text) TO
 densemem_app, densemem_analyst, densemem_operator, densemem_searcher;
@@ -1534,6 +1702,8 @@ densemem_app, densemem_analyst, densemem_operator, densemem_searcher;
 GRANT EXECUTE ON FUNCTION dm_private.predicate_hints(uuid, text []) TO
 densemem_app, densemem_analyst, densemem_operator, densemem_searcher;
 GRANT EXECUTE ON FUNCTION dm_private.match_query_names(uuid, text [], text []) TO
+densemem_app, densemem_analyst, densemem_operator;
+GRANT EXECUTE ON FUNCTION dm_private.parse_query_names(uuid, text [], text [], text [], jsonb, jsonb, jsonb, jsonb) TO
 densemem_app, densemem_analyst, densemem_operator;
 GRANT EXECUTE ON FUNCTION dm.parse_query(text, uuid, timestamptz) TO
 densemem_app, densemem_analyst, densemem_operator;

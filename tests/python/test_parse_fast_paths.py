@@ -610,3 +610,253 @@ def test_lookup_of_arrays_the_sorted_scan_cannot_take(
         row = cur.fetchone()
     assert row is not None
     assert json.dumps(row["one"]) == json.dumps(row["two"])
+
+
+# ---------------------------------------------------------------- session 5: fewer calls
+
+# Session 5 made dm.parse_query skip two calls when they cannot change the
+# answer, answer one trigram probe with a lean statement, and build its whole
+# answer in the definer lookup (dm_private.parse_query_names). The frame test
+# above compares dm.parse_query with the reference helpers; the tests below
+# check each new shortcut against the rule it replaces, on generated input.
+
+
+def _parse_query_source() -> str:
+    source = SQL_FILE.read_text(encoding="utf-8")
+    return source[source.index("CREATE OR REPLACE FUNCTION dm.parse_query(") :]
+
+
+def _anchor_call_guard() -> str:
+    """The regular expressions dm.parse_query tests before calling dm_private.parse_anchors, as one."""
+    match = re.search(
+        r"IF prepared ~ '((?:[^']|'')+)'\n       AND prepared ~ '((?:[^']|'')+)' THEN\n"
+        r"        anchored := dm_private\.parse_anchors",
+        _parse_query_source(),
+    )
+    assert match is not None
+    first, second = (g.replace("''", "'") for g in match.groups())
+    return f"^(?=.*(?:{first}))(?=.*(?:{second}))"
+
+
+def _time_skip_words() -> set[str]:
+    """The word set dm.parse_query tests before calling dm_private.parse_time_words."""
+    source = _parse_query_source()
+    block = source[source.index("CASE WHEN plain AND n < 64 AND prepared !~ '[0-9]'") :]
+    block = block[: block.index("OPERATOR(pg_catalog.?|) toks)")]
+    return set(re.findall(r'"([a-z]+)":\s*true', block))
+
+
+def _time_rule_words() -> set[str]:
+    """Every word that dm_private.parse_time_words' walker, intent and temporal rules start from."""
+    source = SQL_FILE.read_text(encoding="utf-8")
+    body = source[source.index("FUNCTION dm_private.parse_time_words(") :]
+    body = body[: body.index("$$;")]
+    words = set(re.findall(r'"([a-z]+)":\s*true', body))
+    for listed in re.findall(r"'\{([a-z,]+)\}'::text \[\]", body):
+        words.update(listed.split(","))
+    words.update(re.findall(r"'([a-z]+)'", body))
+    return words
+
+
+ANCHOR_PIECES = st.sampled_from(
+    [
+        "a",
+        "b",
+        "f",
+        "x",
+        "Z",
+        "AB",
+        "srv",
+        "SRV",
+        "0",
+        "1",
+        "7",
+        "12",
+        "2023",
+        "deadbeef",
+        "abc1234",
+        "cafe",
+        "-",
+        ":",
+        "/",
+        "\\",
+        "@",
+        ".",
+        " ",
+        "_",
+        "+",
+        "v",
+        "C:",
+        "e.g.",
+        "Dr.",
+        "x@y.io",
+        "1.2",
+        "ABC-1",
+    ]
+)
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(pieces=st.lists(ANCHOR_PIECES, min_size=1, max_size=12))
+def test_skipped_anchor_call_would_find_nothing(conn: psycopg.Connection[Any], pieces: list[str]) -> None:
+    """A text the call guard rejects gets no anchor and is not masked by dm_private.parse_anchors."""
+    text = "".join(pieces)
+    guard = _anchor_call_guard()
+    row = conn.execute(
+        "SELECT %(t)s ~ %(g)s, dm_private.parse_anchors(dm_private.parse_prepare_text(%(t)s)), "
+        "dm_private.parse_prepare_text(%(t)s)",
+        {"t": text, "g": guard},
+    ).fetchone()
+    assert row is not None
+    guarded, parsed, prepared = row
+    if not guarded:
+        assert parsed == {"anchors": [], "masked": prepared}
+
+
+def test_the_time_skip_words_are_every_rule_word(conn: psycopg.Connection[Any]) -> None:
+    """The skip's word set holds every word a time, intent or temporal rule starts from: a word a rule
+    reads that is missing from it would skip a parse that finds something."""
+    skip = _time_skip_words()
+    assert len(skip) >= 70
+    missing = []
+    for word in sorted(_time_rule_words() - skip):
+        # The word alone, and next to the words the rules read around it.
+        for text in (
+            word,
+            f"Tell me {word} things",
+            f"{word} did",
+            f"in the {word}",
+            f"last {word}",
+            f"these {word}",
+            f"to begin {word}",
+            f"how long {word}",
+            f"what {word}",
+        ):
+            if any(w in skip for w in text.lower().split()):
+                continue
+            row = conn.execute("SELECT dm_private.parse_time(%s, %s)::text", (text, CLOCK)).fetchone()
+            assert row is not None
+            if row[0] != '{"intent": null, "window": null, "expressions": [], "temporal_question": false}':
+                missing.append(text)
+    assert missing == []
+
+
+TIME_SKIP_WORDS = st.sampled_from(
+    [
+        "Tell",
+        "me",
+        "what",
+        "did",
+        "Caroline",
+        "paint",
+        "the",
+        "a",
+        "when",
+        "last",
+        "week",
+        "May",
+        "first",
+        "with",
+        "begin",
+        "to",
+        "in",
+        "beginning",
+        "these",
+        "days",
+        "how",
+        "long",
+        "ago",
+        "time",
+        "now",
+        "year",
+        "recently",
+        "Friday",
+        "on",
+        "since",
+        "March",
+        "today",
+        "night",
+        "this",
+        "morning",
+        "ABC",
+    ]
+)
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(words=st.lists(TIME_SKIP_WORDS, min_size=0, max_size=10), mark=st.booleans())
+def test_skipped_time_call_would_find_nothing(
+    conn: psycopg.Connection[Any], words: list[str], mark: bool
+) -> None:
+    """A plain question the skip rejects gets the no-time answer from dm_private.parse_time too."""
+    text = " ".join(words) + ("?" if mark else "")
+    skip = _time_skip_words()
+    row = conn.execute("SELECT dm_private.parse_time(%s, %s)::text", (text, CLOCK)).fetchone()
+    assert row is not None
+    if not any(w.lower() in skip for w in words):
+        assert row[0] == '{"intent": null, "window": null, "expressions": [], "temporal_question": false}'
+
+
+TRIGRAM_PROBES = st.sampled_from(
+    [
+        "ambr",
+        "amber",
+        "ambre",
+        "cedr",
+        "cedar delt",
+        "fjrod",
+        "embr",
+        "birch cedr",
+        "bitch",
+        "zzz",
+        "a",
+        "amber works",
+        "delat",
+        "emberr",
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(probe=TRIGRAM_PROBES, exclude=st.integers(min_value=0, max_value=3))
+def test_one_trigram_probe_equals_the_general_statement(
+    url: str, lookup_team: Principal, probe: str, exclude: int
+) -> None:
+    """dm_private.match_entity_trigrams with one probe (the lean statement) answers what the general
+    statement answers for the same probe given twice (same rows, same mention, each entity once)."""
+    with psycopg.connect(url) as session, acting_as(session, Principal(team_id=lookup_team.team_id)) as cur:
+        cur.execute(
+            "SELECT array_agg(entity_id ORDER BY normalized_name) AS ids FROM dm_private.entity_names "
+            "WHERE team_id = %(t)s",
+            {"t": lookup_team.team_id},
+        )
+        ids_row = cur.fetchone()
+        assert ids_row is not None
+        excluded = ids_row["ids"][: exclude * 3]
+        cur.execute(
+            "SELECT dm_private.match_entity_trigrams(%(t)s, ARRAY[%(p)s], %(x)s::uuid[])::text AS one, "
+            "dm_private.match_entity_trigrams(%(t)s, ARRAY[%(p)s, %(p)s], %(x)s::uuid[])::text AS two",
+            {"t": lookup_team.team_id, "p": probe, "x": excluded},
+        )
+        row = cur.fetchone()
+    assert row is not None
+    assert row["one"] == row["two"]
+
+
+def test_new_session5_functions_follow_the_function_rules(conn: psycopg.Connection[Any]) -> None:
+    """parse_time_words is an IMMUTABLE helper; parse_query_names a checked definer of the searcher."""
+    rows = conn.execute(
+        "SELECT p.oid::regprocedure::text, p.provolatile, p.prosecdef, pg_get_userbyid(p.proowner), "
+        "  COALESCE('search_path=\"\"' = ANY (p.proconfig), false), "
+        "  obj_description(p.oid, 'pg_proc') IS NOT NULL, "
+        "  NOT EXISTS (SELECT 1 FROM aclexplode(p.proacl) AS a WHERE a.grantee = 0) AND p.proacl IS NOT NULL "
+        "FROM pg_proc AS p WHERE p.pronamespace = 'dm_private'::regnamespace "
+        "  AND p.proname IN ('parse_time_words', 'parse_query_names') ORDER BY 1"
+    ).fetchall()
+    assert [r[0] for r in rows] == [
+        "dm_private.parse_query_names(uuid,text[],text[],text[],jsonb,jsonb,jsonb,jsonb)",
+        "dm_private.parse_time_words(text,text[],text[],timestamp with time zone)",
+    ]
+    assert rows[0][1:] == ("s", True, "densemem_searcher", True, True, True)
+    assert rows[1][1:3] == ("i", False)
+    assert rows[1][4:] == (True, True, True)
