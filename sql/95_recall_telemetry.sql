@@ -15,6 +15,10 @@ LANGUAGE plpgsql
 VOLATILE
 SECURITY DEFINER
 SET search_path = ''
+-- One plan for every team: with custom plans the freshness statement (three
+-- partial-index reads, 0.03 ms) was planned again on every recall, ~0.4 ms
+-- of planning against search_documents' indexes each time.
+SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
     team constant uuid := dm_private.require_team(write_recall_telemetry.team_id);
