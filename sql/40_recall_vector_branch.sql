@@ -327,10 +327,18 @@ BEGIN
                               (pg_catalog.row_number() OVER (ORDER BY s.distance, s.subject_id))::integer,
                               s.distance::double precision)::dm_private.recall_branch_hit
                    FROM scored AS s
-                   ORDER BY s.distance, s.subject_id),
-               (SELECT pg_catalog.count(*) FROM nearest)
-        INTO hits, seen;
-        -- a team with fewer vectors than the prefix has had every vector checked already
+                   ORDER BY s.distance, s.subject_id)
+        INTO hits;
+        -- a team with fewer vectors than the prefix has had every vector
+        -- checked already. Counted only when needed (a count of the prefix in
+        -- the statement above made it emit all 4 x cap nearest, where the
+        -- join stops after about cap of them).
+        IF pg_catalog.cardinality(hits) < cap THEN
+            SELECT pg_catalog.count(*) INTO seen
+            FROM (SELECT 1 FROM dm_private.document_embeddings AS e
+                  WHERE e.team_id = team AND e.contract_id = chosen.contract_id
+                  LIMIT cap * 4) AS x;
+        END IF;
         IF pg_catalog.cardinality(hits) < cap AND seen >= cap * 4 THEN
             WITH eligible AS MATERIALIZED (
                 SELECT d.document_id, d.subject_id, d.document_version, d.source_version
