@@ -220,14 +220,26 @@ BEGIN
         -- temporal intent: the statement below without the usage, support
         -- and temporal CTEs and their joins (every signal they feed is its
         -- default: the same expressions over NULLs, the same values)
-        WITH features AS MATERIALIZED (
-            -- the candidates' documents in one scan of the primary key
-            -- (team_id, document_id = ANY): no plan can range-scan the team.
-            -- Everything that needs the text is computed here, once per
-            -- document, so no later node copies a body or a tsvector.
-            SELECT x.document_id, x.subject_id, x.memory_type, x.source_created_at,
-                   x.sequence_number, x.source_group, x.importance, x.confidence,
+        WITH anchored AS (
+            -- the fused candidates joined with their documents by primary key
+            -- (team_id, document_id): without the temporal CTE nothing else
+            -- reads the documents, so they are neither collected by one
+            -- array-key scan nor materialized and hashed for the join.
+            -- Every expression is the full statement's (features, anchored).
+            SELECT f.document_id, f.evidence_id, f.relevance AS fused_relevance,
+                   f.fulltext_rank, f.vector_rank, f.exact_rank, f.fusion_rank,
+                   x.memory_type, x.source_created_at, x.sequence_number, x.source_group,
                    x.document_version, x.source_version,
+                   COALESCE(x.importance, 0.5)::double precision AS importance,
+                   COALESCE(x.confidence, 1.0)::double precision AS confidence,
+                   CASE x.memory_type
+                       WHEN 'conversation' THEN hl_conversation
+                       WHEN 'workflow' THEN hl_workflow
+                       WHEN 'episodic' THEN hl_episodic
+                       WHEN 'semantic' THEN hl_semantic
+                       WHEN 'organizational' THEN hl_organizational
+                       ELSE (half_lives ->> x.memory_type::text)::double precision
+                   END AS half_life,
                    CASE WHEN pg_catalog.cardinality(phrases) = 0 THEN 0 ELSE
                        (SELECT pg_catalog.count(*) FROM pg_catalog.unnest(phrases) AS p (phrase)
                         WHERE pg_catalog.strpos(pg_catalog.lower(x.body), p.phrase) > 0)::double precision
@@ -236,34 +248,14 @@ BEGIN
                    CASE WHEN mix_content > 0
                         THEN LEAST(1.0, pg_catalog.length(x.search_vector) / content_pivot) ELSE 0 END AS content,
                    pg_catalog.octet_length(x.body) AS body_bytes,
-                   -- the duplicate key MMR compares; the md5 text (recall_scored's
-                   -- body_key) only when the scored rows are returned
                    pg_catalog.hashtextextended(x.body, 0) AS body_hash,
                    CASE WHEN with_rows THEN pg_catalog.md5(x.body) END AS body_key
-            FROM dm_private.search_documents AS x
-            WHERE x.team_id = team AND x.subject_kind = 'evidence'
-              AND x.document_id = ANY (ARRAY(SELECT f.document_id FROM pg_catalog.unnest(fused) AS f))
+            FROM pg_catalog.unnest(fused) AS f
+            JOIN dm_private.search_documents AS x
+              ON x.team_id = team AND x.document_id = f.document_id AND x.subject_id = f.evidence_id
+            WHERE x.subject_kind = 'evidence'
               AND x.policy_labels <@ scopes
               AND (pg_catalog.cardinality(anchors) = 0 OR dm_private.recall_has_anchors(x.body, anchors))
-        ),
-        anchored AS (
-            SELECT f.document_id, f.evidence_id, f.relevance AS fused_relevance,
-                   f.fulltext_rank, f.vector_rank, f.exact_rank, f.fusion_rank,
-                   d.memory_type, d.source_created_at, d.sequence_number, d.source_group,
-                   d.document_version, d.source_version,
-                   COALESCE(d.importance, 0.5)::double precision AS importance,
-                   COALESCE(d.confidence, 1.0)::double precision AS confidence,
-                   CASE d.memory_type
-                       WHEN 'conversation' THEN hl_conversation
-                       WHEN 'workflow' THEN hl_workflow
-                       WHEN 'episodic' THEN hl_episodic
-                       WHEN 'semantic' THEN hl_semantic
-                       WHEN 'organizational' THEN hl_organizational
-                       ELSE (half_lives ->> d.memory_type::text)::double precision
-                   END AS half_life,
-                   d.phrase, d.exact_terms, d.content, d.body_bytes, d.body_hash, d.body_key
-            FROM pg_catalog.unnest(fused) AS f
-            JOIN features AS d ON d.document_id = f.document_id AND d.subject_id = f.evidence_id
         ),
         signals AS (
             SELECT a.document_id, a.evidence_id, a.fulltext_rank, a.vector_rank, a.exact_rank, a.fusion_rank,
