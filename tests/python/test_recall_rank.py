@@ -223,13 +223,21 @@ def test_the_comparison_sees_collapses_lifts_and_text_similarity(admin_conn: Con
     assert missing["missing"] > 0, "every document has a vector: the text similarity is never used"
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     seed=st.integers(min_value=0, max_value=10**6),
     size=st.integers(min_value=1, max_value=48),
     context=st.sampled_from([None, (0.3, 2), (1.0, 5)]),
     query=st.sampled_from(["rotate the certificate", "cache latency", ""]),
-    extra=st.sampled_from([{}, {"phrases": ["deploy cache"]}, {"anchors": ["token"]}]),
+    extra=st.sampled_from(
+        [
+            {},
+            {"phrases": ["deploy cache"]},
+            {"anchors": ["token"]},
+            {"temporal_intent": "latest"},
+            {"temporal_intent": "earliest", "phrases": ["cache"]},
+        ]
+    ),
     blocker=st.sampled_from(["usage", "support"]),
 )
 def test_statement_without_usage_support_temporal_equals_the_full_one(
@@ -241,10 +249,11 @@ def test_statement_without_usage_support_temporal_equals_the_full_one(
     extra: dict[str, Any],
     blocker: str,
 ) -> None:
-    """The team has no usage snapshot and no relationship evidence and the request no temporal intent, so
-    recall_rank scores with the statement that has no usage, support or temporal joins. Adding an empty usage
-    snapshot (or relationship evidence of a non-candidate) to the team forces the full statement, whose
-    usage/support CTEs are then empty: every byte of the answer must be the same."""
+    """The team has no usage snapshot and no relationship evidence, so recall_rank scores with a statement
+    that has no usage or support joins (and, with a temporal intent, the temporal signal as a window in the
+    signals, not a joined CTE). Adding an empty usage snapshot (or relationship evidence of a non-candidate)
+    to the team forces the full statement, whose usage/support CTEs are then empty: every byte of the answer
+    must be the same."""
     team, ids = corpus(admin_conn)
     rng = random.Random(seed)
     chosen = rng.sample(ids, min(size, len(ids) - 1))
