@@ -134,6 +134,8 @@ DECLARE
     duplicate_at double precision := COALESCE((settings #>> '{mmr,duplicate_similarity}')::double precision, 0.97);
     pool_size integer := COALESCE((settings #>> '{mmr,pool}')::integer, 30);
     pool_n integer;
+    -- the scoring statement without the usage, support and temporal joins
+    plain boolean;
     n integer;
     ids uuid [];
     doc_ids uuid [];
@@ -203,194 +205,498 @@ BEGIN
     -- top of the list (recall_mmr's pool): without explain, only these rows
     -- leave the scoring statement
     pool_n := GREATEST(LEAST(pool_size, 2 * want), want + 10);
+    -- usage and support signals at their defaults: no usage snapshot in the
+    -- team (none requested: one requested was checked to exist above), no
+    -- relationship evidence in the team. Then the usage and support CTEs
+    -- would be empty, and the statements without them return the same values
+    -- (session 5: these CTEs, the temporal one and their left joins cost
+    -- about a sixth of a ranking call, and with a temporal intent the
+    -- temporal join doubled it).
+    plain := snapshot IS NULL
+        AND NOT EXISTS (SELECT 1 FROM dm_private.usage_snapshots AS s WHERE s.team_id = team)
+        AND NOT EXISTS (SELECT 1 FROM dm_private.relationship_evidence AS re WHERE re.team_id = team);
 
-    WITH features AS MATERIALIZED (
-        -- the candidates' documents in one scan of the primary key
-        -- (team_id, document_id = ANY): no plan can range-scan the team.
-        -- Everything that needs the text is computed here, once per
-        -- document, so no later node copies a body or a tsvector.
-        SELECT x.document_id, x.subject_id, x.memory_type, x.source_created_at,
-               x.sequence_number, x.source_group, x.importance, x.confidence,
-               x.document_version, x.source_version,
-               CASE WHEN pg_catalog.cardinality(phrases) = 0 THEN 0 ELSE
-                   (SELECT pg_catalog.count(*) FROM pg_catalog.unnest(phrases) AS p (phrase)
-                    WHERE pg_catalog.strpos(pg_catalog.lower(x.body), p.phrase) > 0)::double precision
-                   / pg_catalog.cardinality(phrases) END AS phrase,
-               CASE WHEN all_q IS NOT NULL AND x.search_vector @@ all_q THEN 1 ELSE 0 END AS exact_terms,
-               CASE WHEN mix_content > 0
-                    THEN LEAST(1.0, pg_catalog.length(x.search_vector) / content_pivot) ELSE 0 END AS content,
-               pg_catalog.octet_length(x.body) AS body_bytes,
-               -- the duplicate key MMR compares; the md5 text (recall_scored's
-               -- body_key) only when the scored rows are returned
-               pg_catalog.hashtextextended(x.body, 0) AS body_hash,
-               CASE WHEN with_rows THEN pg_catalog.md5(x.body) END AS body_key
-        FROM dm_private.search_documents AS x
-        WHERE x.team_id = team AND x.subject_kind = 'evidence'
-          AND x.document_id = ANY (ARRAY(SELECT f.document_id FROM pg_catalog.unnest(fused) AS f))
-          AND x.policy_labels <@ scopes
-          AND (pg_catalog.cardinality(anchors) = 0 OR dm_private.recall_has_anchors(x.body, anchors))
-    ),
-    anchored AS (
-        SELECT f.document_id, f.evidence_id, f.relevance AS fused_relevance,
-               f.fulltext_rank, f.vector_rank, f.exact_rank, f.fusion_rank,
-               d.memory_type, d.source_created_at, d.sequence_number, d.source_group,
-               d.document_version, d.source_version,
-               COALESCE(d.importance, 0.5)::double precision AS importance,
-               COALESCE(d.confidence, 1.0)::double precision AS confidence,
-               CASE d.memory_type
-                   WHEN 'conversation' THEN hl_conversation
-                   WHEN 'workflow' THEN hl_workflow
-                   WHEN 'episodic' THEN hl_episodic
-                   WHEN 'semantic' THEN hl_semantic
-                   WHEN 'organizational' THEN hl_organizational
-                   ELSE (half_lives ->> d.memory_type::text)::double precision
-               END AS half_life,
-               d.phrase, d.exact_terms, d.content, d.body_bytes, d.body_hash, d.body_key
-        FROM pg_catalog.unnest(fused) AS f
-        JOIN features AS d ON d.document_id = f.document_id AND d.subject_id = f.evidence_id
-    ),
-    -- usage and support are MATERIALIZED: each runs once and is joined by
-    -- hash (inlined, a generic plan rescans them per candidate)
-    usage AS MATERIALIZED (
-        SELECT u.evidence_id, u.retrieved_count, u.used_count
-        FROM dm_private.usage_snapshot_counts AS u
-        WHERE u.team_id = team
-          AND u.usage_snapshot_id = COALESCE(snapshot, (SELECT pg_catalog.max(s.usage_snapshot_id)
-                                                        FROM dm_private.usage_snapshots AS s
-                                                        WHERE s.team_id = team))
-          AND u.evidence_id = ANY (ARRAY(SELECT f.evidence_id FROM pg_catalog.unnest(fused) AS f))
-    ),
-    support AS MATERIALIZED (
-        SELECT re.evidence_id,
-               pg_catalog.max(CASE r.tier WHEN 'fact' THEN 1.0 WHEN 'validated_claim' THEN 0.7 ELSE 0.0 END)
-                   ::double precision AS strength
-        FROM dm_private.relationship_evidence AS re
-        JOIN dm_private.relationships AS r ON r.team_id = re.team_id AND r.relationship_id = re.relationship_id
-        WHERE re.team_id = team AND re.accepted
-          AND re.evidence_id = ANY (ARRAY(SELECT f.evidence_id FROM pg_catalog.unnest(fused) AS f))
-          AND r.status = 'active' AND r.tier IN ('validated_claim', 'fact')
-        GROUP BY re.evidence_id
-    ),
-    temporal AS MATERIALIZED (
-        -- the share of candidates written before (latest) or after
-        -- (earliest) each one; read only when the request has an intent
-        -- (the WHERE is a one-time filter: no intent, no sort). Over the
-        -- candidates' documents (features: one row per fused candidate), so
-        -- that the join of the candidates with their documents is read once
-        -- and need not be materialized.
-        SELECT a.document_id, a.subject_id AS evidence_id,
-               CASE
-                   WHEN a.source_created_at IS NULL THEN 0.0
-                   WHEN intent = 'latest' THEN
-                       pg_catalog.percent_rank() OVER (ORDER BY a.source_created_at ASC NULLS FIRST)
-                   ELSE
-                       pg_catalog.percent_rank() OVER (ORDER BY a.source_created_at DESC NULLS FIRST)
-               END::double precision AS temporal
-        FROM features AS a
-        WHERE intent IS NOT NULL
-    ),
-    signals AS (
-        SELECT a.document_id, a.evidence_id, a.fulltext_rank, a.vector_rank, a.exact_rank, a.fusion_rank,
-               a.source_group, a.sequence_number, a.document_version, a.source_version,
-               (mix_fusion * COALESCE(a.fused_relevance, 0)
-                + mix_phrase * a.phrase
-                + mix_exact * a.exact_terms
-                + mix_content * a.content)
-               / (mix_fusion + mix_phrase + mix_exact + mix_content) AS relevance,
-               CASE
-                   WHEN a.half_life IS NULL THEN 1.0
-                   WHEN a.source_created_at IS NOT NULL THEN
-                       -- LEAST(700, ...): exp() raises an underflow error below about e^-745,
-                       -- which years-old conversation evidence reaches; e^-700 is already 0 here.
-                       pg_catalog.exp(-LEAST(700.0, GREATEST(0, EXTRACT(EPOCH FROM clock - a.source_created_at) / 86400.0)
-                                      / a.half_life))
-                   ELSE
-                       -- the team's newest sequence number: an uncorrelated
-                       -- subquery, run only when a candidate has no created_at
-                       pg_catalog.exp(-LEAST(700.0, GREATEST(0, COALESCE(
-                           (SELECT pg_catalog.max(x.sequence_number) FROM dm_private.search_documents AS x
-                            WHERE x.team_id = team AND x.subject_kind = 'evidence')
-                           - a.sequence_number, 0))::double precision
-                                      / a.half_life))
-               END::double precision AS recency,
-               LEAST(1.0, GREATEST(0.0, a.importance)) AS importance,
-               LEAST(1.0, (COALESCE(u.used_count, 0) + prior_used)
-                          / (COALESCE(u.retrieved_count, 0) + GREATEST(prior_retrieved, prior_used, 1)))
-                   ::double precision AS frequency,
-               CASE WHEN with_hops
-                    THEN COALESCE(pg_catalog.power(0.5, (hops ->> a.evidence_id::text)::double precision), 0)
-                    ELSE 0 END::double precision AS proximity,
-               LEAST(1.0, GREATEST(0.0, a.confidence)) AS confidence,
-               COALESCE(s.strength, 0) AS support,
-               a.phrase,
-               a.exact_terms,
-               COALESCE(t.temporal, 0.0) AS temporal,
-               a.body_bytes,
-               a.body_hash,
-               a.body_key
-        FROM anchored AS a
-        LEFT JOIN usage AS u ON u.evidence_id = a.evidence_id
-        LEFT JOIN support AS s ON s.evidence_id = a.evidence_id
-        LEFT JOIN temporal AS t ON t.document_id = a.document_id AND t.evidence_id = a.evidence_id
-        -- OFFSET 0 keeps this a subquery of its own: pulled up, each
-        -- signal's expression was copied to every place that reads it
-        OFFSET 0
-    ),
-    scored_rows AS (
-        -- the sorts below carry narrow rows: what the lift, the order and
-        -- MMR read, and the other signals packed in one value, only when the
-        -- scored rows are returned (score and score_rank are set afterwards)
-        SELECT s.document_id, s.evidence_id, s.source_group, s.sequence_number,
-               s.document_version, s.source_version, s.body_hash, s.relevance,
-               w_rel * s.relevance + w_rec * s.recency + w_imp * s.importance + w_frq * s.frequency
-               + w_prx * s.proximity + w_conf * s.confidence
-               + w_support * s.support * s.relevance
-               + w_temporal * s.temporal AS score,
-               CASE WHEN with_rows THEN
-                   ROW(s.document_id, s.evidence_id, s.relevance::double precision, s.recency::double precision,
-                       s.importance::double precision, s.frequency::double precision,
-                       s.proximity::double precision, s.confidence::double precision,
-                       s.support::double precision, s.phrase::double precision,
-                       s.exact_terms::double precision, s.temporal::double precision, NULL::double precision,
-                       s.body_bytes::integer, s.body_key, s.fulltext_rank, s.vector_rank, s.exact_rank,
-                       s.fusion_rank, NULL::integer)::dm_private.recall_scored
-               END AS detail
-        FROM signals AS s
-    ),
-    lifted AS (
-        -- sql/52's lift: the best relevance among the other candidates of
-        -- the same source group written within `radius` sequence numbers
-        -- (a window frame, not a self-join). The partitions are compared
-        -- byte-wise (COLLATE "C"): the same groups as the database
-        -- collation's equality (deterministic), without locale-aware
-        -- comparisons in the sort; the order of partitions changes nothing.
-        SELECT s.*,
-               CASE WHEN lift_weight > 0 THEN
-                   s.score + lift_weight * COALESCE(GREATEST(
-                       CASE WHEN s.source_group IS NOT NULL AND s.sequence_number IS NOT NULL THEN
-                           pg_catalog.max(s.relevance) OVER (
-                               PARTITION BY s.source_group COLLATE "C", s.sequence_number IS NULL
-                               ORDER BY s.sequence_number
-                               RANGE BETWEEN radius PRECEDING AND radius FOLLOWING EXCLUDE CURRENT ROW)
-                       END, 0), 0)
-               ELSE s.score END AS final_score
-        FROM scored_rows AS s
-    )
-    SELECT pg_catalog.array_agg(o.evidence_id), pg_catalog.array_agg(o.document_id),
-           pg_catalog.array_agg(o.final_score::double precision), pg_catalog.array_agg(o.body_hash),
-           pg_catalog.array_agg(o.document_version), pg_catalog.array_agg(o.source_version),
-           pg_catalog.array_agg(o.detail) FILTER (WHERE with_rows)
-    INTO ids, doc_ids, scores, keys, doc_versions, source_versions, scored
-    FROM (
-        -- in score order (ties by evidence_id); an aggregate over an ordered
-        -- subquery with nothing between keeps that order. Without the scored
-        -- rows, only the pool leaves the sort (a bounded sort).
-        SELECT l.evidence_id, l.document_id, l.final_score, l.body_hash, l.document_version,
-               l.source_version, l.detail
-        FROM lifted AS l
-        ORDER BY l.final_score DESC, l.evidence_id
-        LIMIT CASE WHEN with_rows THEN NULL ELSE pool_n END
-    ) AS o;
+    IF plain THEN
+        -- no usage snapshot and no supporting relationship in the team: the
+        -- statements below have no usage and support CTEs and no joins
+        -- (the signals they feed are the same expressions over NULLs: the
+        -- same values); without a temporal intent no temporal signal either
+        IF intent IS NULL THEN
+            WITH anchored AS (
+                -- the fused candidates joined with their documents by primary key
+                -- (team_id, document_id): without the temporal CTE nothing else
+                -- reads the documents, so they are neither collected by one
+                -- array-key scan nor materialized and hashed for the join.
+                -- Every expression is the full statement's (features, anchored).
+                SELECT f.document_id, f.evidence_id, f.relevance AS fused_relevance,
+                       f.fulltext_rank, f.vector_rank, f.exact_rank, f.fusion_rank,
+                       x.memory_type, x.source_created_at, x.sequence_number, x.source_group,
+                       x.document_version, x.source_version,
+                       COALESCE(x.importance, 0.5)::double precision AS importance,
+                       COALESCE(x.confidence, 1.0)::double precision AS confidence,
+                       CASE x.memory_type
+                           WHEN 'conversation' THEN hl_conversation
+                           WHEN 'workflow' THEN hl_workflow
+                           WHEN 'episodic' THEN hl_episodic
+                           WHEN 'semantic' THEN hl_semantic
+                           WHEN 'organizational' THEN hl_organizational
+                           ELSE (half_lives ->> x.memory_type::text)::double precision
+                       END AS half_life,
+                       CASE WHEN pg_catalog.cardinality(phrases) = 0 THEN 0 ELSE
+                           (SELECT pg_catalog.count(*) FROM pg_catalog.unnest(phrases) AS p (phrase)
+                            WHERE pg_catalog.strpos(pg_catalog.lower(x.body), p.phrase) > 0)::double precision
+                           / pg_catalog.cardinality(phrases) END AS phrase,
+                       CASE WHEN all_q IS NOT NULL AND x.search_vector @@ all_q THEN 1 ELSE 0 END AS exact_terms,
+                       CASE WHEN mix_content > 0
+                            THEN LEAST(1.0, pg_catalog.length(x.search_vector) / content_pivot) ELSE 0 END AS content,
+                       pg_catalog.octet_length(x.body) AS body_bytes,
+                       pg_catalog.hashtextextended(x.body, 0) AS body_hash,
+                       CASE WHEN with_rows THEN pg_catalog.md5(x.body) END AS body_key
+                FROM pg_catalog.unnest(fused) AS f
+                JOIN dm_private.search_documents AS x
+                  ON x.team_id = team AND x.document_id = f.document_id AND x.subject_id = f.evidence_id
+                WHERE x.subject_kind = 'evidence'
+                  AND x.policy_labels <@ scopes
+                  AND (pg_catalog.cardinality(anchors) = 0 OR dm_private.recall_has_anchors(x.body, anchors))
+            ),
+            signals AS (
+                SELECT a.document_id, a.evidence_id, a.fulltext_rank, a.vector_rank, a.exact_rank, a.fusion_rank,
+                       a.source_group, a.sequence_number, a.document_version, a.source_version,
+                       (mix_fusion * COALESCE(a.fused_relevance, 0)
+                        + mix_phrase * a.phrase
+                        + mix_exact * a.exact_terms
+                        + mix_content * a.content)
+                       / (mix_fusion + mix_phrase + mix_exact + mix_content) AS relevance,
+                       CASE
+                           WHEN a.half_life IS NULL THEN 1.0
+                           WHEN a.source_created_at IS NOT NULL THEN
+                               -- LEAST(700, ...): exp() raises an underflow error below about e^-745,
+                               -- which years-old conversation evidence reaches; e^-700 is already 0 here.
+                               pg_catalog.exp(-LEAST(700.0, GREATEST(0, EXTRACT(EPOCH FROM clock - a.source_created_at) / 86400.0)
+                                              / a.half_life))
+                           ELSE
+                               -- the team's newest sequence number: an uncorrelated
+                               -- subquery, run only when a candidate has no created_at
+                               pg_catalog.exp(-LEAST(700.0, GREATEST(0, COALESCE(
+                                   (SELECT pg_catalog.max(x.sequence_number) FROM dm_private.search_documents AS x
+                                    WHERE x.team_id = team AND x.subject_kind = 'evidence')
+                                   - a.sequence_number, 0))::double precision
+                                              / a.half_life))
+                       END::double precision AS recency,
+                       LEAST(1.0, GREATEST(0.0, a.importance)) AS importance,
+                       LEAST(1.0, (COALESCE(NULL::bigint, 0) + prior_used)
+                                  / (COALESCE(NULL::bigint, 0) + GREATEST(prior_retrieved, prior_used, 1)))
+                           ::double precision AS frequency,
+                       CASE WHEN with_hops
+                            THEN COALESCE(pg_catalog.power(0.5, (hops ->> a.evidence_id::text)::double precision), 0)
+                            ELSE 0 END::double precision AS proximity,
+                       LEAST(1.0, GREATEST(0.0, a.confidence)) AS confidence,
+                       COALESCE(NULL::double precision, 0) AS support,
+                       a.phrase,
+                       a.exact_terms,
+                       COALESCE(NULL::double precision, 0.0) AS temporal,
+                       a.body_bytes,
+                       a.body_hash,
+                       a.body_key
+                FROM anchored AS a
+                -- OFFSET 0 keeps this a subquery of its own: pulled up, each
+                -- signal's expression was copied to every place that reads it
+                OFFSET 0
+            ),
+            scored_rows AS (
+                -- the sorts below carry narrow rows: what the lift, the order and
+                -- MMR read, and the other signals packed in one value, only when the
+                -- scored rows are returned (score and score_rank are set afterwards)
+                SELECT s.document_id, s.evidence_id, s.source_group, s.sequence_number,
+                       s.document_version, s.source_version, s.body_hash, s.relevance,
+                       w_rel * s.relevance + w_rec * s.recency + w_imp * s.importance + w_frq * s.frequency
+                       + w_prx * s.proximity + w_conf * s.confidence
+                       + w_support * s.support * s.relevance
+                       + w_temporal * s.temporal AS score,
+                       CASE WHEN with_rows THEN
+                           ROW(s.document_id, s.evidence_id, s.relevance::double precision, s.recency::double precision,
+                               s.importance::double precision, s.frequency::double precision,
+                               s.proximity::double precision, s.confidence::double precision,
+                               s.support::double precision, s.phrase::double precision,
+                               s.exact_terms::double precision, s.temporal::double precision, NULL::double precision,
+                               s.body_bytes::integer, s.body_key, s.fulltext_rank, s.vector_rank, s.exact_rank,
+                               s.fusion_rank, NULL::integer)::dm_private.recall_scored
+                       END AS detail
+                FROM signals AS s
+            ),
+            lifted AS (
+                -- sql/52's lift: the best relevance among the other candidates of
+                -- the same source group written within `radius` sequence numbers
+                -- (a window frame, not a self-join). The partitions are compared
+                -- byte-wise (COLLATE "C"): the same groups as the database
+                -- collation's equality (deterministic), without locale-aware
+                -- comparisons in the sort; the order of partitions changes nothing.
+                SELECT s.*,
+                       CASE WHEN lift_weight > 0 THEN
+                           s.score + lift_weight * COALESCE(GREATEST(
+                               CASE WHEN s.source_group IS NOT NULL AND s.sequence_number IS NOT NULL THEN
+                                   pg_catalog.max(s.relevance) OVER (
+                                       PARTITION BY s.source_group COLLATE "C", s.sequence_number IS NULL
+                                       ORDER BY s.sequence_number
+                                       RANGE BETWEEN radius PRECEDING AND radius FOLLOWING EXCLUDE CURRENT ROW)
+                               END, 0), 0)
+                       ELSE s.score END AS final_score
+                FROM scored_rows AS s
+            )
+            SELECT pg_catalog.array_agg(o.evidence_id), pg_catalog.array_agg(o.document_id),
+                   pg_catalog.array_agg(o.final_score::double precision), pg_catalog.array_agg(o.body_hash),
+                   pg_catalog.array_agg(o.document_version), pg_catalog.array_agg(o.source_version),
+                   pg_catalog.array_agg(o.detail) FILTER (WHERE with_rows)
+            INTO ids, doc_ids, scores, keys, doc_versions, source_versions, scored
+            FROM (
+                -- in score order (ties by evidence_id); an aggregate over an ordered
+                -- subquery with nothing between keeps that order. Without the scored
+                -- rows, only the pool leaves the sort (a bounded sort).
+                SELECT l.evidence_id, l.document_id, l.final_score, l.body_hash, l.document_version,
+                       l.source_version, l.detail
+                FROM lifted AS l
+                ORDER BY l.final_score DESC, l.evidence_id
+                LIMIT CASE WHEN with_rows THEN NULL ELSE pool_n END
+            ) AS o;
+        ELSE
+            -- a temporal intent: the full statement's temporal CTE is a
+            -- window over the candidates' documents (one row per
+            -- candidate), so it is the same window over the candidates
+            -- here, in the signals; the full statement joins it back by a
+            -- nested loop that rescans the CTE per candidate (16.3 M
+            -- instructions per call against 7.2 M without an intent)
+            WITH anchored AS (
+                -- the fused candidates joined with their documents by primary key
+                -- (team_id, document_id): without the temporal CTE nothing else
+                -- reads the documents, so they are neither collected by one
+                -- array-key scan nor materialized and hashed for the join.
+                -- Every expression is the full statement's (features, anchored).
+                SELECT f.document_id, f.evidence_id, f.relevance AS fused_relevance,
+                       f.fulltext_rank, f.vector_rank, f.exact_rank, f.fusion_rank,
+                       x.memory_type, x.source_created_at, x.sequence_number, x.source_group,
+                       x.document_version, x.source_version,
+                       COALESCE(x.importance, 0.5)::double precision AS importance,
+                       COALESCE(x.confidence, 1.0)::double precision AS confidence,
+                       CASE x.memory_type
+                           WHEN 'conversation' THEN hl_conversation
+                           WHEN 'workflow' THEN hl_workflow
+                           WHEN 'episodic' THEN hl_episodic
+                           WHEN 'semantic' THEN hl_semantic
+                           WHEN 'organizational' THEN hl_organizational
+                           ELSE (half_lives ->> x.memory_type::text)::double precision
+                       END AS half_life,
+                       CASE WHEN pg_catalog.cardinality(phrases) = 0 THEN 0 ELSE
+                           (SELECT pg_catalog.count(*) FROM pg_catalog.unnest(phrases) AS p (phrase)
+                            WHERE pg_catalog.strpos(pg_catalog.lower(x.body), p.phrase) > 0)::double precision
+                           / pg_catalog.cardinality(phrases) END AS phrase,
+                       CASE WHEN all_q IS NOT NULL AND x.search_vector @@ all_q THEN 1 ELSE 0 END AS exact_terms,
+                       CASE WHEN mix_content > 0
+                            THEN LEAST(1.0, pg_catalog.length(x.search_vector) / content_pivot) ELSE 0 END AS content,
+                       pg_catalog.octet_length(x.body) AS body_bytes,
+                       pg_catalog.hashtextextended(x.body, 0) AS body_hash,
+                       CASE WHEN with_rows THEN pg_catalog.md5(x.body) END AS body_key
+                FROM pg_catalog.unnest(fused) AS f
+                JOIN dm_private.search_documents AS x
+                  ON x.team_id = team AND x.document_id = f.document_id AND x.subject_id = f.evidence_id
+                WHERE x.subject_kind = 'evidence'
+                  AND x.policy_labels <@ scopes
+                  AND (pg_catalog.cardinality(anchors) = 0 OR dm_private.recall_has_anchors(x.body, anchors))
+            ),
+            signals AS (
+                SELECT a.document_id, a.evidence_id, a.fulltext_rank, a.vector_rank, a.exact_rank, a.fusion_rank,
+                       a.source_group, a.sequence_number, a.document_version, a.source_version,
+                       (mix_fusion * COALESCE(a.fused_relevance, 0)
+                        + mix_phrase * a.phrase
+                        + mix_exact * a.exact_terms
+                        + mix_content * a.content)
+                       / (mix_fusion + mix_phrase + mix_exact + mix_content) AS relevance,
+                       CASE
+                           WHEN a.half_life IS NULL THEN 1.0
+                           WHEN a.source_created_at IS NOT NULL THEN
+                               -- LEAST(700, ...): exp() raises an underflow error below about e^-745,
+                               -- which years-old conversation evidence reaches; e^-700 is already 0 here.
+                               pg_catalog.exp(-LEAST(700.0, GREATEST(0, EXTRACT(EPOCH FROM clock - a.source_created_at) / 86400.0)
+                                              / a.half_life))
+                           ELSE
+                               -- the team's newest sequence number: an uncorrelated
+                               -- subquery, run only when a candidate has no created_at
+                               pg_catalog.exp(-LEAST(700.0, GREATEST(0, COALESCE(
+                                   (SELECT pg_catalog.max(x.sequence_number) FROM dm_private.search_documents AS x
+                                    WHERE x.team_id = team AND x.subject_kind = 'evidence')
+                                   - a.sequence_number, 0))::double precision
+                                              / a.half_life))
+                       END::double precision AS recency,
+                       LEAST(1.0, GREATEST(0.0, a.importance)) AS importance,
+                       LEAST(1.0, (COALESCE(NULL::bigint, 0) + prior_used)
+                                  / (COALESCE(NULL::bigint, 0) + GREATEST(prior_retrieved, prior_used, 1)))
+                           ::double precision AS frequency,
+                       CASE WHEN with_hops
+                            THEN COALESCE(pg_catalog.power(0.5, (hops ->> a.evidence_id::text)::double precision), 0)
+                            ELSE 0 END::double precision AS proximity,
+                       LEAST(1.0, GREATEST(0.0, a.confidence)) AS confidence,
+                       COALESCE(NULL::double precision, 0) AS support,
+                       a.phrase,
+                       a.exact_terms,
+                       COALESCE(CASE
+                           WHEN a.source_created_at IS NULL THEN 0.0
+                           WHEN intent = 'latest' THEN
+                               pg_catalog.percent_rank() OVER (ORDER BY a.source_created_at ASC NULLS FIRST)
+                           ELSE
+                               pg_catalog.percent_rank() OVER (ORDER BY a.source_created_at DESC NULLS FIRST)
+                       END::double precision, 0.0) AS temporal,
+                       a.body_bytes,
+                       a.body_hash,
+                       a.body_key
+                FROM anchored AS a
+                -- OFFSET 0 keeps this a subquery of its own: pulled up, each
+                -- signal's expression was copied to every place that reads it
+                OFFSET 0
+            ),
+            scored_rows AS (
+                -- the sorts below carry narrow rows: what the lift, the order and
+                -- MMR read, and the other signals packed in one value, only when the
+                -- scored rows are returned (score and score_rank are set afterwards)
+                SELECT s.document_id, s.evidence_id, s.source_group, s.sequence_number,
+                       s.document_version, s.source_version, s.body_hash, s.relevance,
+                       w_rel * s.relevance + w_rec * s.recency + w_imp * s.importance + w_frq * s.frequency
+                       + w_prx * s.proximity + w_conf * s.confidence
+                       + w_support * s.support * s.relevance
+                       + w_temporal * s.temporal AS score,
+                       CASE WHEN with_rows THEN
+                           ROW(s.document_id, s.evidence_id, s.relevance::double precision, s.recency::double precision,
+                               s.importance::double precision, s.frequency::double precision,
+                               s.proximity::double precision, s.confidence::double precision,
+                               s.support::double precision, s.phrase::double precision,
+                               s.exact_terms::double precision, s.temporal::double precision, NULL::double precision,
+                               s.body_bytes::integer, s.body_key, s.fulltext_rank, s.vector_rank, s.exact_rank,
+                               s.fusion_rank, NULL::integer)::dm_private.recall_scored
+                       END AS detail
+                FROM signals AS s
+            ),
+            lifted AS (
+                -- sql/52's lift: the best relevance among the other candidates of
+                -- the same source group written within `radius` sequence numbers
+                -- (a window frame, not a self-join). The partitions are compared
+                -- byte-wise (COLLATE "C"): the same groups as the database
+                -- collation's equality (deterministic), without locale-aware
+                -- comparisons in the sort; the order of partitions changes nothing.
+                SELECT s.*,
+                       CASE WHEN lift_weight > 0 THEN
+                           s.score + lift_weight * COALESCE(GREATEST(
+                               CASE WHEN s.source_group IS NOT NULL AND s.sequence_number IS NOT NULL THEN
+                                   pg_catalog.max(s.relevance) OVER (
+                                       PARTITION BY s.source_group COLLATE "C", s.sequence_number IS NULL
+                                       ORDER BY s.sequence_number
+                                       RANGE BETWEEN radius PRECEDING AND radius FOLLOWING EXCLUDE CURRENT ROW)
+                               END, 0), 0)
+                       ELSE s.score END AS final_score
+                FROM scored_rows AS s
+            )
+            SELECT pg_catalog.array_agg(o.evidence_id), pg_catalog.array_agg(o.document_id),
+                   pg_catalog.array_agg(o.final_score::double precision), pg_catalog.array_agg(o.body_hash),
+                   pg_catalog.array_agg(o.document_version), pg_catalog.array_agg(o.source_version),
+                   pg_catalog.array_agg(o.detail) FILTER (WHERE with_rows)
+            INTO ids, doc_ids, scores, keys, doc_versions, source_versions, scored
+            FROM (
+                -- in score order (ties by evidence_id); an aggregate over an ordered
+                -- subquery with nothing between keeps that order. Without the scored
+                -- rows, only the pool leaves the sort (a bounded sort).
+                SELECT l.evidence_id, l.document_id, l.final_score, l.body_hash, l.document_version,
+                       l.source_version, l.detail
+                FROM lifted AS l
+                ORDER BY l.final_score DESC, l.evidence_id
+                LIMIT CASE WHEN with_rows THEN NULL ELSE pool_n END
+            ) AS o;
+        END IF;
+    ELSE
+        WITH features AS MATERIALIZED (
+            -- the candidates' documents in one scan of the primary key
+            -- (team_id, document_id = ANY): no plan can range-scan the team.
+            -- Everything that needs the text is computed here, once per
+            -- document, so no later node copies a body or a tsvector.
+            SELECT x.document_id, x.subject_id, x.memory_type, x.source_created_at,
+                   x.sequence_number, x.source_group, x.importance, x.confidence,
+                   x.document_version, x.source_version,
+                   CASE WHEN pg_catalog.cardinality(phrases) = 0 THEN 0 ELSE
+                       (SELECT pg_catalog.count(*) FROM pg_catalog.unnest(phrases) AS p (phrase)
+                        WHERE pg_catalog.strpos(pg_catalog.lower(x.body), p.phrase) > 0)::double precision
+                       / pg_catalog.cardinality(phrases) END AS phrase,
+                   CASE WHEN all_q IS NOT NULL AND x.search_vector @@ all_q THEN 1 ELSE 0 END AS exact_terms,
+                   CASE WHEN mix_content > 0
+                        THEN LEAST(1.0, pg_catalog.length(x.search_vector) / content_pivot) ELSE 0 END AS content,
+                   pg_catalog.octet_length(x.body) AS body_bytes,
+                   -- the duplicate key MMR compares; the md5 text (recall_scored's
+                   -- body_key) only when the scored rows are returned
+                   pg_catalog.hashtextextended(x.body, 0) AS body_hash,
+                   CASE WHEN with_rows THEN pg_catalog.md5(x.body) END AS body_key
+            FROM dm_private.search_documents AS x
+            WHERE x.team_id = team AND x.subject_kind = 'evidence'
+              AND x.document_id = ANY (ARRAY(SELECT f.document_id FROM pg_catalog.unnest(fused) AS f))
+              AND x.policy_labels <@ scopes
+              AND (pg_catalog.cardinality(anchors) = 0 OR dm_private.recall_has_anchors(x.body, anchors))
+        ),
+        anchored AS (
+            SELECT f.document_id, f.evidence_id, f.relevance AS fused_relevance,
+                   f.fulltext_rank, f.vector_rank, f.exact_rank, f.fusion_rank,
+                   d.memory_type, d.source_created_at, d.sequence_number, d.source_group,
+                   d.document_version, d.source_version,
+                   COALESCE(d.importance, 0.5)::double precision AS importance,
+                   COALESCE(d.confidence, 1.0)::double precision AS confidence,
+                   CASE d.memory_type
+                       WHEN 'conversation' THEN hl_conversation
+                       WHEN 'workflow' THEN hl_workflow
+                       WHEN 'episodic' THEN hl_episodic
+                       WHEN 'semantic' THEN hl_semantic
+                       WHEN 'organizational' THEN hl_organizational
+                       ELSE (half_lives ->> d.memory_type::text)::double precision
+                   END AS half_life,
+                   d.phrase, d.exact_terms, d.content, d.body_bytes, d.body_hash, d.body_key
+            FROM pg_catalog.unnest(fused) AS f
+            JOIN features AS d ON d.document_id = f.document_id AND d.subject_id = f.evidence_id
+        ),
+        -- usage and support are MATERIALIZED: each runs once and is joined by
+        -- hash (inlined, a generic plan rescans them per candidate)
+        usage AS MATERIALIZED (
+            SELECT u.evidence_id, u.retrieved_count, u.used_count
+            FROM dm_private.usage_snapshot_counts AS u
+            WHERE u.team_id = team
+              AND u.usage_snapshot_id = COALESCE(snapshot, (SELECT pg_catalog.max(s.usage_snapshot_id)
+                                                            FROM dm_private.usage_snapshots AS s
+                                                            WHERE s.team_id = team))
+              AND u.evidence_id = ANY (ARRAY(SELECT f.evidence_id FROM pg_catalog.unnest(fused) AS f))
+        ),
+        support AS MATERIALIZED (
+            SELECT re.evidence_id,
+                   pg_catalog.max(CASE r.tier WHEN 'fact' THEN 1.0 WHEN 'validated_claim' THEN 0.7 ELSE 0.0 END)
+                       ::double precision AS strength
+            FROM dm_private.relationship_evidence AS re
+            JOIN dm_private.relationships AS r ON r.team_id = re.team_id AND r.relationship_id = re.relationship_id
+            WHERE re.team_id = team AND re.accepted
+              AND re.evidence_id = ANY (ARRAY(SELECT f.evidence_id FROM pg_catalog.unnest(fused) AS f))
+              AND r.status = 'active' AND r.tier IN ('validated_claim', 'fact')
+            GROUP BY re.evidence_id
+        ),
+        temporal AS MATERIALIZED (
+            -- the share of candidates written before (latest) or after
+            -- (earliest) each one; read only when the request has an intent
+            -- (the WHERE is a one-time filter: no intent, no sort). Over the
+            -- candidates' documents (features: one row per fused candidate), so
+            -- that the join of the candidates with their documents is read once
+            -- and need not be materialized.
+            SELECT a.document_id, a.subject_id AS evidence_id,
+                   CASE
+                       WHEN a.source_created_at IS NULL THEN 0.0
+                       WHEN intent = 'latest' THEN
+                           pg_catalog.percent_rank() OVER (ORDER BY a.source_created_at ASC NULLS FIRST)
+                       ELSE
+                           pg_catalog.percent_rank() OVER (ORDER BY a.source_created_at DESC NULLS FIRST)
+                   END::double precision AS temporal
+            FROM features AS a
+            WHERE intent IS NOT NULL
+        ),
+        signals AS (
+            SELECT a.document_id, a.evidence_id, a.fulltext_rank, a.vector_rank, a.exact_rank, a.fusion_rank,
+                   a.source_group, a.sequence_number, a.document_version, a.source_version,
+                   (mix_fusion * COALESCE(a.fused_relevance, 0)
+                    + mix_phrase * a.phrase
+                    + mix_exact * a.exact_terms
+                    + mix_content * a.content)
+                   / (mix_fusion + mix_phrase + mix_exact + mix_content) AS relevance,
+                   CASE
+                       WHEN a.half_life IS NULL THEN 1.0
+                       WHEN a.source_created_at IS NOT NULL THEN
+                           -- LEAST(700, ...): exp() raises an underflow error below about e^-745,
+                           -- which years-old conversation evidence reaches; e^-700 is already 0 here.
+                           pg_catalog.exp(-LEAST(700.0, GREATEST(0, EXTRACT(EPOCH FROM clock - a.source_created_at) / 86400.0)
+                                          / a.half_life))
+                       ELSE
+                           -- the team's newest sequence number: an uncorrelated
+                           -- subquery, run only when a candidate has no created_at
+                           pg_catalog.exp(-LEAST(700.0, GREATEST(0, COALESCE(
+                               (SELECT pg_catalog.max(x.sequence_number) FROM dm_private.search_documents AS x
+                                WHERE x.team_id = team AND x.subject_kind = 'evidence')
+                               - a.sequence_number, 0))::double precision
+                                          / a.half_life))
+                   END::double precision AS recency,
+                   LEAST(1.0, GREATEST(0.0, a.importance)) AS importance,
+                   LEAST(1.0, (COALESCE(u.used_count, 0) + prior_used)
+                              / (COALESCE(u.retrieved_count, 0) + GREATEST(prior_retrieved, prior_used, 1)))
+                       ::double precision AS frequency,
+                   CASE WHEN with_hops
+                        THEN COALESCE(pg_catalog.power(0.5, (hops ->> a.evidence_id::text)::double precision), 0)
+                        ELSE 0 END::double precision AS proximity,
+                   LEAST(1.0, GREATEST(0.0, a.confidence)) AS confidence,
+                   COALESCE(s.strength, 0) AS support,
+                   a.phrase,
+                   a.exact_terms,
+                   COALESCE(t.temporal, 0.0) AS temporal,
+                   a.body_bytes,
+                   a.body_hash,
+                   a.body_key
+            FROM anchored AS a
+            LEFT JOIN usage AS u ON u.evidence_id = a.evidence_id
+            LEFT JOIN support AS s ON s.evidence_id = a.evidence_id
+            LEFT JOIN temporal AS t ON t.document_id = a.document_id AND t.evidence_id = a.evidence_id
+            -- OFFSET 0 keeps this a subquery of its own: pulled up, each
+            -- signal's expression was copied to every place that reads it
+            OFFSET 0
+        ),
+        scored_rows AS (
+            -- the sorts below carry narrow rows: what the lift, the order and
+            -- MMR read, and the other signals packed in one value, only when the
+            -- scored rows are returned (score and score_rank are set afterwards)
+            SELECT s.document_id, s.evidence_id, s.source_group, s.sequence_number,
+                   s.document_version, s.source_version, s.body_hash, s.relevance,
+                   w_rel * s.relevance + w_rec * s.recency + w_imp * s.importance + w_frq * s.frequency
+                   + w_prx * s.proximity + w_conf * s.confidence
+                   + w_support * s.support * s.relevance
+                   + w_temporal * s.temporal AS score,
+                   CASE WHEN with_rows THEN
+                       ROW(s.document_id, s.evidence_id, s.relevance::double precision, s.recency::double precision,
+                           s.importance::double precision, s.frequency::double precision,
+                           s.proximity::double precision, s.confidence::double precision,
+                           s.support::double precision, s.phrase::double precision,
+                           s.exact_terms::double precision, s.temporal::double precision, NULL::double precision,
+                           s.body_bytes::integer, s.body_key, s.fulltext_rank, s.vector_rank, s.exact_rank,
+                           s.fusion_rank, NULL::integer)::dm_private.recall_scored
+                   END AS detail
+            FROM signals AS s
+        ),
+        lifted AS (
+            -- sql/52's lift: the best relevance among the other candidates of
+            -- the same source group written within `radius` sequence numbers
+            -- (a window frame, not a self-join). The partitions are compared
+            -- byte-wise (COLLATE "C"): the same groups as the database
+            -- collation's equality (deterministic), without locale-aware
+            -- comparisons in the sort; the order of partitions changes nothing.
+            SELECT s.*,
+                   CASE WHEN lift_weight > 0 THEN
+                       s.score + lift_weight * COALESCE(GREATEST(
+                           CASE WHEN s.source_group IS NOT NULL AND s.sequence_number IS NOT NULL THEN
+                               pg_catalog.max(s.relevance) OVER (
+                                   PARTITION BY s.source_group COLLATE "C", s.sequence_number IS NULL
+                                   ORDER BY s.sequence_number
+                                   RANGE BETWEEN radius PRECEDING AND radius FOLLOWING EXCLUDE CURRENT ROW)
+                           END, 0), 0)
+                   ELSE s.score END AS final_score
+            FROM scored_rows AS s
+        )
+        SELECT pg_catalog.array_agg(o.evidence_id), pg_catalog.array_agg(o.document_id),
+               pg_catalog.array_agg(o.final_score::double precision), pg_catalog.array_agg(o.body_hash),
+               pg_catalog.array_agg(o.document_version), pg_catalog.array_agg(o.source_version),
+               pg_catalog.array_agg(o.detail) FILTER (WHERE with_rows)
+        INTO ids, doc_ids, scores, keys, doc_versions, source_versions, scored
+        FROM (
+            -- in score order (ties by evidence_id); an aggregate over an ordered
+            -- subquery with nothing between keeps that order. Without the scored
+            -- rows, only the pool leaves the sort (a bounded sort).
+            SELECT l.evidence_id, l.document_id, l.final_score, l.body_hash, l.document_version,
+                   l.source_version, l.detail
+            FROM lifted AS l
+            ORDER BY l.final_score DESC, l.evidence_id
+            LIMIT CASE WHEN with_rows THEN NULL ELSE pool_n END
+        ) AS o;
+    END IF;
     IF with_rows THEN
         -- the scored rows as recall_rerank returns them: the final score and
         -- the rank by it

@@ -221,3 +221,88 @@ def test_the_comparison_sees_collapses_lifts_and_text_similarity(admin_conn: Con
         params,
     )
     assert missing["missing"] > 0, "every document has a vector: the text similarity is never used"
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    seed=st.integers(min_value=0, max_value=10**6),
+    size=st.integers(min_value=1, max_value=48),
+    context=st.sampled_from([None, (0.3, 2), (1.0, 5)]),
+    query=st.sampled_from(["rotate the certificate", "cache latency", ""]),
+    extra=st.sampled_from(
+        [
+            {},
+            {"phrases": ["deploy cache"]},
+            {"anchors": ["token"]},
+            {"temporal_intent": "latest"},
+            {"temporal_intent": "earliest", "phrases": ["cache"]},
+        ]
+    ),
+    blocker=st.sampled_from(["usage", "support"]),
+)
+def test_statement_without_usage_support_temporal_equals_the_full_one(
+    admin_conn: Conn,
+    seed: int,
+    size: int,
+    context: tuple[float, int] | None,
+    query: str,
+    extra: dict[str, Any],
+    blocker: str,
+) -> None:
+    """The team has no usage snapshot and no relationship evidence, so recall_rank scores with a statement
+    that has no usage or support joins (and, with a temporal intent, the temporal signal as a window in the
+    signals, not a joined CTE). Adding an empty usage snapshot (or relationship evidence of a non-candidate)
+    to the team forces the full statement, whose usage/support CTEs are then empty: every byte of the answer
+    must be the same."""
+    team, ids = corpus(admin_conn)
+    rng = random.Random(seed)
+    chosen = rng.sample(ids, min(size, len(ids) - 1))
+    outsider = next(e for e in ids if e not in chosen)
+    relevance = sorted((rng.uniform(0.0, 1.0) for _ in chosen), reverse=True)
+    fused = admin_conn.execute(FUSED, {"ids": chosen, "rel": relevance, "team": team}).fetchone()
+    assert fused is not None
+    profile: dict[str, Any] = {
+        "mmr": {"lambda": 0.7, "duplicate_similarity": 0.97, "pool": 30},
+        "relevance_mix": {"fusion": 0.8, "phrase": 0.1, "exact_terms": 0.3, "content": 0.3},
+        "half_life_days": {"conversation": 2, "episodic": 90},
+        "support_weight": 0.3,
+    }
+    if context is not None:
+        profile["context"] = {"weight": context[0], "radius": context[1]}
+    params = {
+        "team": team,
+        "query": query,
+        "fused": fused[0],
+        "req": Jsonb({"now": "2026-01-20T00:00:00+00:00", **extra}),
+        "settings": Jsonb(profile),
+        "want": 10,
+        "explain": True,
+    }
+    with admin_conn.transaction(force_rollback=True):
+        assert admin_conn.execute(
+            "SELECT NOT EXISTS (SELECT 1 FROM dm_private.usage_snapshots WHERE team_id = %(t)s) "
+            "AND NOT EXISTS (SELECT 1 FROM dm_private.relationship_evidence WHERE team_id = %(t)s)",
+            {"t": team},
+        ).fetchone() == (True,)
+        plain = fetch(admin_conn, team, RANK, params)
+        admin_conn.execute("RESET ROLE")  # acting_as set the role for the rest of the transaction
+        if blocker == "usage":
+            admin_conn.execute("INSERT INTO dm_private.usage_snapshots (team_id) VALUES (%s)", (team,))
+        else:
+            add_relationship_evidence(admin_conn, team, outsider)
+        full = fetch(admin_conn, team, RANK, params)
+    assert plain == full
+    if "anchors" not in extra:  # the anchor may drop every candidate
+        assert plain["scored"] not in (None, "{}")
+
+
+def add_relationship_evidence(conn: Conn, team: uuid.UUID, evidence: uuid.UUID) -> None:
+    """Relationship evidence in the team for a non-candidate (no relationship row: foreign keys are off for
+    the enclosing, rolled-back transaction), so the team is no longer free of relationship evidence."""
+    conn.execute("SET LOCAL session_replication_role = replica")
+    conn.execute(
+        "INSERT INTO dm_private.relationship_evidence (team_id, relationship_id, evidence_id) "
+        "VALUES (%s, %s, %s)",
+        (team, uuid.uuid4(), evidence),
+    )
+    conn.execute("SET LOCAL session_replication_role = origin")
