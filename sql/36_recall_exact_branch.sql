@@ -10,7 +10,9 @@
 -- when phrases are given, at least one of them), found through the GIN index
 -- by the anchors' phrase queries and confirmed on the text with identifier
 -- boundaries (dm_private.recall_has_anchors: ABC-123 is not in ABC-1234).
--- Ranked by the number of phrases contained, then by evidence id. Empty when the request has neither anchors nor phrases.
+-- Ranked by the number of phrases contained, then by evidence id; when more
+-- than fulltext.scan_cap documents match, the scan keeps the lowest evidence
+-- ids. Empty when the request has neither anchors nor phrases.
 CREATE OR REPLACE FUNCTION dm_private.recall_exact_candidates(team_id uuid, req jsonb, settings jsonb)
 RETURNS SETOF dm_private.recall_branch_hit
 LANGUAGE plpgsql
@@ -99,6 +101,10 @@ BEGIN
                                       AND (window_to IS NULL OR d.source_created_at <= window_to)))
               AND d.subject_id <> ALL (known_ids)
               AND (pg_catalog.cardinality(anchors) = 0 OR dm_private.recall_has_anchors(d.body, anchors))
+            -- the scan cap keeps the lowest evidence ids, not whichever rows
+            -- the plan met first: when more than scan_cap documents match,
+            -- the same request returns the same candidates whatever the plan
+            ORDER BY d.subject_id
             LIMIT scan_cap
         )
         SELECT 'exact'::text, m.document_id, m.subject_id,

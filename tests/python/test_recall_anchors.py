@@ -91,3 +91,27 @@ def test_recall_keeps_only_evidence_with_the_anchor_as_an_identifier(admin_conn:
     assert got == [texts[4]]
     # without anchors every deploy text is eligible
     assert len(result_texts(recall(admin_conn, team, "deploy failed staging"))) == len(texts)
+
+
+def test_exact_branch_scan_cap_keeps_the_lowest_evidence_ids(admin_conn: Conn) -> None:
+    """More matches than fulltext.scan_cap: the exact branch keeps the matches with the lowest
+    evidence ids (the rule that makes the cap independent of the plan's reading order; on a
+    table this small the plan already met them in that order, so this pins the rule rather
+    than reproducing the plan-dependent choice seen on a 10k+ team)."""
+    team, profile = make_team(admin_conn, "anchor-cap")
+    ids = ingest(
+        admin_conn,
+        team,
+        profile,
+        [{"text": f"Incident ABC-123 note number {i} about the staging cluster."} for i in range(10)],
+    )
+    admin_conn.execute("SELECT set_config('densemem.team_id', %s, false)", (str(team),))
+    rows = admin_conn.execute(
+        "WITH s AS (SELECT pg_catalog.jsonb_set(dm_private.recall_settings(%(team)s, NULL),"
+        " '{fulltext,scan_cap}', '3') AS settings)"
+        " SELECT h.evidence_id FROM s, dm_private.recall_exact_candidates(%(team)s,"
+        " dm_private.recall_request('ABC-123', '{\"anchors\": [\"ABC-123\"]}', s.settings), s.settings) AS h"
+        " ORDER BY h.branch_rank, h.evidence_id",
+        {"team": team},
+    ).fetchall()
+    assert [r[0] for r in rows] == sorted(ids)[:3]
