@@ -65,6 +65,30 @@ $$;
 COMMENT ON FUNCTION dm_private.discovery_lexemes(text) IS
 'English lexemes of a text (underscores read as spaces, first 2,000 characters): the relevance vocabulary of discovery.';
 
+-- Team-qualified trigrams of an entity name: the index expression of
+-- entity_names_team_trigram_idx (migration 0055), every trigram of the name
+-- (public.show_trgm) prefixed by the first 8 hex digits of the team id, so a
+-- GIN key's posting list holds one team's names (the team leads every key,
+-- as in 0025's team lexemes). discovery_entity_seeds builds its probe keys
+-- the same way. NEVER change the body while the index exists: the index
+-- would keep keys the new body no longer produces (change it in a new
+-- migration that rebuilds the index).
+CREATE OR REPLACE FUNCTION dm_private.entity_name_team_trigrams(team_id uuid, normalized_name text)
+RETURNS text []
+LANGUAGE sql
+IMMUTABLE
+STRICT
+PARALLEL SAFE
+SET search_path = ''
+RETURN ARRAY(
+    SELECT pg_catalog.left(team_id::text, 8) || t.trigram
+    FROM pg_catalog.unnest(public.show_trgm(normalized_name)) AS t (trigram));
+COMMENT ON FUNCTION dm_private.entity_name_team_trigrams(uuid, text) IS
+'Index expression of entity_names_team_trigram_idx: every trigram of the name (public.show_trgm) prefixed by the first 8 hex digits of the team id, so that a GIN key''s posting list holds one team''s names. Never change it while the index exists.';
+REVOKE ALL ON FUNCTION dm_private.entity_name_team_trigrams(uuid, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION dm_private.entity_name_team_trigrams(uuid, text)
+TO densemem_app, densemem_analyst, densemem_operator, densemem_searcher, densemem_embedder, densemem_worker;
+
 -- Entity seeds from the query text. Exact names and aliases first (a btree
 -- probe per query n-gram). Only when no name or alias is spelled in the
 -- query do the fuzzy branches run: trigram similarity of single query words
@@ -96,6 +120,7 @@ DECLARE
     or_query tsquery;
     active_contract integer;
     exact_found integer;
+    trgm_limit double precision;
 BEGIN
     IF seed_team_id IS NULL OR seed_team_id IS DISTINCT FROM dm_private.authenticated_team_id() THEN
         RAISE EXCEPTION 'team_id does not match the authenticated team' USING ERRCODE = '42501';
@@ -133,6 +158,8 @@ BEGIN
           AND pg_catalog.length(pg_catalog.to_tsvector('english'::regconfig, g.word)) > 0
         ORDER BY pg_catalog.length(g.word) DESC, g.word
         LIMIT 5);
+    -- The threshold `%` compares with (pg_trgm.similarity_threshold).
+    trgm_limit := public.show_limit();
     SELECT pg_catalog.string_agg(pg_catalog.quote_literal(l.lexeme), ' | ')::tsquery
     INTO or_query
     FROM pg_catalog.unnest(dm_private.discovery_lexemes(query)) AS l (lexeme);
@@ -146,15 +173,54 @@ BEGIN
     WITH fuzzy AS (
         -- Misspellings: trigram similarity per query word, bounded per word.
         SELECT f.entity_id, 1.5 * f.sim AS score
-        FROM pg_catalog.unnest(fuzzy_words) AS g (word)
+        FROM (
+            -- The word's probe keys on entity_names_team_trigram_idx (0055):
+            -- its trigrams, team-qualified as dm_private.entity_name_team_trigrams
+            -- qualifies a name's. A name passes `%` only when it shares at
+            -- least c = ceil(threshold x |word trigrams|) of them (similarity
+            -- is shared / (word + name - shared) and the name has at least
+            -- the shared ones), so it shares at least one of ANY |word| - c + 1
+            -- of them: c - 1 keys may be left out. Left out are the word-start
+            -- trigrams ("  p", " po"), which the most names share. The
+            -- tolerance 0.001 keeps a float-rounded match in. probe is NULL
+            -- (no bound: the team's trigram lookup below) when c < 1, i.e. a
+            -- threshold that lets names share nothing.
+            SELECT w.word,
+                   CASE WHEN pg_catalog.ceil(trgm_limit * pg_catalog.cardinality(public.show_trgm(w.word)) - 0.001) >= 1
+                   THEN ARRAY(
+                       SELECT pg_catalog.left(seed_team_id::text, 8) || t.trigram
+                       FROM pg_catalog.unnest(public.show_trgm(w.word)) AS t (trigram)
+                       ORDER BY CASE WHEN pg_catalog.starts_with(t.trigram, '  ') THEN 0
+                                     WHEN pg_catalog.starts_with(t.trigram, ' ') THEN 1
+                                     ELSE 2 END, t.trigram
+                       OFFSET pg_catalog.ceil(trgm_limit * pg_catalog.cardinality(public.show_trgm(w.word)) - 0.001)::integer
+                              - 1)
+                   END AS probe
+            FROM pg_catalog.unnest(fuzzy_words) AS w (word)
+        ) AS g
         CROSS JOIN LATERAL (
             SELECT c.entity_id, public.similarity(c.normalized_name, g.word) AS sim
             FROM (
-                SELECT n.entity_id, n.normalized_name
-                FROM dm_private.entity_names AS n
-                WHERE n.team_id = seed_team_id
-                  AND n.normalized_name OPERATOR(public.%) g.word
-                LIMIT 20
+                -- GIN answers bitmap scans only, so either lookup meets the
+                -- rows in heap order and LIMIT 20 keeps the same 20. The team
+                -- and `%` are written so that no other index serves them (a
+                -- BitmapAnd with entity_names_trgm_idx would decode the team's
+                -- whole posting list again).
+                (SELECT n.entity_id, n.normalized_name
+                 FROM dm_private.entity_names AS n
+                 WHERE g.probe IS NOT NULL
+                   AND dm_private.entity_name_team_trigrams(n.team_id, n.normalized_name)
+                       OPERATOR(pg_catalog.&&) g.probe
+                   AND (n.team_id = seed_team_id) IS TRUE
+                   AND (n.normalized_name OPERATOR(public.%) g.word) IS TRUE
+                 LIMIT 20)
+                UNION ALL
+                (SELECT n.entity_id, n.normalized_name
+                 FROM dm_private.entity_names AS n
+                 WHERE g.probe IS NULL
+                   AND n.team_id = seed_team_id
+                   AND n.normalized_name OPERATOR(public.%) g.word
+                 LIMIT 20)
             ) AS c
             ORDER BY 2 DESC, c.entity_id
             LIMIT 3
