@@ -121,6 +121,7 @@ DECLARE
     active_contract integer;
     exact_found integer;
     trgm_limit double precision;
+    lexeme_keys text [];
 BEGIN
     IF seed_team_id IS NULL OR seed_team_id IS DISTINCT FROM dm_private.authenticated_team_id() THEN
         RAISE EXCEPTION 'team_id does not match the authenticated team' USING ERRCODE = '42501';
@@ -160,8 +161,11 @@ BEGIN
         LIMIT 5);
     -- The threshold `%` compares with (pg_trgm.similarity_threshold).
     trgm_limit := public.show_limit();
-    SELECT pg_catalog.string_agg(pg_catalog.quote_literal(l.lexeme), ' | ')::tsquery
-    INTO or_query
+    SELECT pg_catalog.string_agg(pg_catalog.quote_literal(l.lexeme), ' | ')::tsquery,
+           CASE WHEN NOT pg_catalog.bool_or(pg_catalog.strpos(l.lexeme, '''') > 0
+                                            OR pg_catalog.strpos(l.lexeme, '\') > 0)
+                THEN pg_catalog.array_agg(pg_catalog.left(seed_team_id::text, 8) || l.lexeme) END
+    INTO or_query, lexeme_keys
     FROM pg_catalog.unnest(dm_private.discovery_lexemes(query)) AS l (lexeme);
     IF query_embedding IS NOT NULL THEN
         SELECT c.contract_id INTO active_contract
@@ -231,12 +235,30 @@ BEGIN
         -- Entity documents (canonical name, aliases, kind) sharing a lexeme with the query.
         SELECT d.subject_id AS entity_id, 1.0 + LEAST(pg_catalog.ts_rank_cd(d.search_vector, or_query), 0.5) AS score
         FROM (
-            SELECT sd.subject_id, sd.search_vector
-            FROM dm_private.search_documents AS sd
-            WHERE sd.team_id = seed_team_id
-              AND sd.subject_kind = 'entity'::dm_private.subject_kind
-              AND sd.search_vector OPERATOR(pg_catalog.@@) or_query
-            LIMIT 50
+            -- On search_documents_entity_team_lexemes_idx (0056): a document
+            -- matching the OR query holds one of its lexemes, so the
+            -- team-qualified lexemes are a complete probe. GIN answers bitmap
+            -- scans only: either lookup meets the rows in heap order and
+            -- LIMIT 50 keeps the same 50. The team and @@ are written so that
+            -- no other index serves them. lexeme_keys is NULL when a lexeme
+            -- holds a quote or a backslash (its tsquery spelling may differ):
+            -- then the team's full-text lookup below.
+            (SELECT sd.subject_id, sd.search_vector
+             FROM dm_private.search_documents AS sd
+             WHERE lexeme_keys IS NOT NULL
+               AND dm_private.search_team_lexemes(sd.team_id, sd.search_vector) OPERATOR(pg_catalog.&&) lexeme_keys
+               AND (sd.team_id = seed_team_id) IS TRUE
+               AND (sd.search_vector OPERATOR(pg_catalog.@@) or_query) IS TRUE
+               AND sd.subject_kind = 'entity'::dm_private.subject_kind
+             LIMIT 50)
+            UNION ALL
+            (SELECT sd.subject_id, sd.search_vector
+             FROM dm_private.search_documents AS sd
+             WHERE lexeme_keys IS NULL
+               AND sd.team_id = seed_team_id
+               AND sd.subject_kind = 'entity'::dm_private.subject_kind
+               AND sd.search_vector OPERATOR(pg_catalog.@@) or_query
+             LIMIT 50)
         ) AS d
         WHERE or_query IS NOT NULL
     ),
