@@ -186,30 +186,35 @@ BEGIN
             -- the shared ones), so it shares at least one of ANY |word| - c + 1
             -- of them: c - 1 keys may be left out. Left out are the word-start
             -- trigrams ("  p", " po"), which the most names share. The
-            -- tolerance 0.001 keeps a float-rounded match in. probe is NULL
-            -- (no bound: the team's trigram lookup below) when c < 1, i.e. a
-            -- threshold that lets names share nothing.
+            -- tolerance 0.001 keeps a float-rounded match in; a positive
+            -- threshold needs at least one shared trigram (similarity 0
+            -- never passes it). probe is NULL (the team's trigram lookup
+            -- below) for a threshold of 0 or less, which every name passes.
             SELECT w.word,
-                   CASE WHEN pg_catalog.ceil(trgm_limit * pg_catalog.cardinality(public.show_trgm(w.word)) - 0.001) >= 1
+                   CASE WHEN trgm_limit > 0
                    THEN ARRAY(
                        SELECT pg_catalog.left(seed_team_id::text, 8) || t.trigram
                        FROM pg_catalog.unnest(public.show_trgm(w.word)) AS t (trigram)
                        ORDER BY CASE WHEN pg_catalog.starts_with(t.trigram, '  ') THEN 0
                                      WHEN pg_catalog.starts_with(t.trigram, ' ') THEN 1
                                      ELSE 2 END, t.trigram
-                       OFFSET pg_catalog.ceil(trgm_limit * pg_catalog.cardinality(public.show_trgm(w.word)) - 0.001)::integer
-                              - 1)
+                       OFFSET GREATEST(pg_catalog.ceil(trgm_limit * pg_catalog.cardinality(public.show_trgm(w.word))
+                                                       - 0.001)::integer, 1) - 1)
                    END AS probe
             FROM pg_catalog.unnest(fuzzy_words) AS w (word)
         ) AS g
         CROSS JOIN LATERAL (
             SELECT c.entity_id, public.similarity(c.normalized_name, g.word) AS sim
             FROM (
-                -- GIN answers bitmap scans only, so either lookup meets the
-                -- rows in heap order and LIMIT 20 keeps the same 20. The team
-                -- and `%` are written so that no other index serves them (a
-                -- BitmapAnd with entity_names_trgm_idx would decode the team's
-                -- whole posting list again).
+                -- GIN answers bitmap scans only, so the lookup meets the rows
+                -- in heap order, and LIMIT 20 keeps the first 20 matches in
+                -- heap order whatever the plan (the team and `%` are written
+                -- so that no other index serves them: a btree range of the
+                -- team would meet them in name order, and a BitmapAnd with
+                -- entity_names_trgm_idx would decode the team's whole posting
+                -- list again). This is what the former lookup on
+                -- entity_names_trgm_idx kept whenever its plan was a bitmap
+                -- scan, as on the bench.
                 (SELECT n.entity_id, n.normalized_name
                  FROM dm_private.entity_names AS n
                  WHERE g.probe IS NOT NULL
