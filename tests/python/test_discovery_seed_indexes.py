@@ -6,7 +6,7 @@ search_documents_entity_team_lexemes_idx (0056): keys that begin with the
 team id's first 8 hex digits, probed with a subset of the word's trigrams
 that every threshold match must share. These tests pin that the answer is
 the one of the plain team-scoped lookups it replaced (REFERENCE below is the
-former definition, verbatim but for its name): misspellings, names sharing
+former definition, verbatim but for its name and line breaks): misspellings, names sharing
 word-start trigrams with thousands of others, thresholds that allow names
 sharing no trigram (the fallback lookup), lexemes holding a quote (the
 full-text fallback), a same-name entity of another team and a team whose id
@@ -62,7 +62,8 @@ BEGIN
     SELECT x.entity_id, x.score
     FROM (
         SELECT n.entity_id,
-               pg_catalog.max(2.0 + 0.1 * pg_catalog.array_length(pg_catalog.string_to_array(n.normalized_name, ' '), 1))
+               pg_catalog.max(2.0 + 0.1 * pg_catalog.array_length(
+                   pg_catalog.string_to_array(n.normalized_name, ' '), 1))
                    ::double precision AS score
         FROM dm_private.entity_names AS n
         WHERE n.team_id = seed_team_id
@@ -114,7 +115,8 @@ BEGIN
     ),
     fulltext AS (
         -- Entity documents (canonical name, aliases, kind) sharing a lexeme with the query.
-        SELECT d.subject_id AS entity_id, 1.0 + LEAST(pg_catalog.ts_rank_cd(d.search_vector, or_query), 0.5) AS score
+        SELECT d.subject_id AS entity_id,
+               1.0 + LEAST(pg_catalog.ts_rank_cd(d.search_vector, or_query), 0.5) AS score
         FROM (
             SELECT sd.subject_id, sd.search_vector
             FROM dm_private.search_documents AS sd
@@ -138,7 +140,8 @@ BEGIN
              AND de.contract_id = active_contract
              AND de.document_version = sd.document_version AND de.source_version = sd.source_version
             WHERE sd.team_id = seed_team_id
-              AND sd.subject_kind IN ('entity'::dm_private.subject_kind, 'relationship'::dm_private.subject_kind)
+              AND sd.subject_kind IN ('entity'::dm_private.subject_kind,
+                                      'relationship'::dm_private.subject_kind)
               AND active_contract IS NOT NULL
             ORDER BY 3, sd.subject_id
             LIMIT seed_limit * 2
@@ -255,19 +258,25 @@ def _queries() -> list[str]:
         "",
         "zzzzzz qqqqqq",
     ]
-    out += [" ".join("".join(rng.choice("abcd") for _ in range(rng.randrange(5, 9))) for _ in range(3)) for _ in range(40)]
+    out += [
+        " ".join("".join(rng.choice("abcd") for _ in range(rng.randrange(5, 9))) for _ in range(3))
+        for _ in range(40)
+    ]
     return out
 
 
 def _seeds(conn: psycopg.Connection[Any], function: str, query: str) -> list[tuple[Any, ...]]:
     return conn.execute(
-        f"SELECT entity_id, score FROM dm_private.{function}(%s, %s, NULL, 5) WITH ORDINALITY ORDER BY ordinality",
+        f"SELECT entity_id, score FROM dm_private.{function}(%s, %s, NULL, 5) WITH ORDINALITY "
+        "ORDER BY ordinality",
         (TEAM, query),
     ).fetchall()
 
 
 @pytest.mark.parametrize("threshold", ["0.3", "0", "0.7"])
-def test_indexed_seed_lookups_answer_as_the_plain_ones(admin_conn: psycopg.Connection[Any], threshold: str) -> None:
+def test_indexed_seed_lookups_answer_as_the_plain_ones(
+    admin_conn: psycopg.Connection[Any], threshold: str
+) -> None:
     _load(admin_conn)
     admin_conn.execute(REFERENCE)
     admin_conn.execute("SELECT set_config('densemem.team_id', %s, false)", (str(TEAM),))
@@ -306,7 +315,9 @@ def test_the_lookups_take_the_team_qualified_indexes(admin_conn: psycopg.Connect
     assert "search_documents_entity_team_lexemes_idx" in text
 
 
-def test_the_index_expression_is_the_team_prefix_and_each_trigram(admin_conn: psycopg.Connection[Any]) -> None:
+def test_the_index_expression_is_the_team_prefix_and_each_trigram(
+    admin_conn: psycopg.Connection[Any],
+) -> None:
     row = admin_conn.execute(
         "SELECT dm_private.entity_name_team_trigrams(%s, 'redis'), public.show_trgm('redis')", (TEAM,)
     ).fetchone()
