@@ -65,6 +65,30 @@ $$;
 COMMENT ON FUNCTION dm_private.discovery_lexemes(text) IS
 'English lexemes of a text (underscores read as spaces, first 2,000 characters): the relevance vocabulary of discovery.';
 
+-- Team-qualified trigrams of an entity name: the index expression of
+-- entity_names_team_trigram_idx (migration 0055), every trigram of the name
+-- (public.show_trgm) prefixed by the first 8 hex digits of the team id, so a
+-- GIN key's posting list holds one team's names (the team leads every key,
+-- as in 0025's team lexemes). discovery_entity_seeds builds its probe keys
+-- the same way. NEVER change the body while the index exists: the index
+-- would keep keys the new body no longer produces (change it in a new
+-- migration that rebuilds the index).
+CREATE OR REPLACE FUNCTION dm_private.entity_name_team_trigrams(team_id uuid, normalized_name text)
+RETURNS text []
+LANGUAGE sql
+IMMUTABLE
+STRICT
+PARALLEL SAFE
+SET search_path = ''
+RETURN ARRAY(
+    SELECT pg_catalog.left(team_id::text, 8) || t.trigram
+    FROM pg_catalog.unnest(public.show_trgm(normalized_name)) AS t (trigram));
+COMMENT ON FUNCTION dm_private.entity_name_team_trigrams(uuid, text) IS
+'Index expression of entity_names_team_trigram_idx: every trigram of the name (public.show_trgm) prefixed by the first 8 hex digits of the team id, so that a GIN key''s posting list holds one team''s names. Never change it while the index exists.';
+REVOKE ALL ON FUNCTION dm_private.entity_name_team_trigrams(uuid, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION dm_private.entity_name_team_trigrams(uuid, text)
+TO densemem_app, densemem_analyst, densemem_operator, densemem_searcher, densemem_embedder, densemem_worker;
+
 -- Entity seeds from the query text. Exact names and aliases first (a btree
 -- probe per query n-gram). Only when no name or alias is spelled in the
 -- query do the fuzzy branches run: trigram similarity of single query words
@@ -96,6 +120,8 @@ DECLARE
     or_query tsquery;
     active_contract integer;
     exact_found integer;
+    trgm_limit double precision;
+    lexeme_keys text [];
 BEGIN
     IF seed_team_id IS NULL OR seed_team_id IS DISTINCT FROM dm_private.authenticated_team_id() THEN
         RAISE EXCEPTION 'team_id does not match the authenticated team' USING ERRCODE = '42501';
@@ -133,8 +159,13 @@ BEGIN
           AND pg_catalog.length(pg_catalog.to_tsvector('english'::regconfig, g.word)) > 0
         ORDER BY pg_catalog.length(g.word) DESC, g.word
         LIMIT 5);
-    SELECT pg_catalog.string_agg(pg_catalog.quote_literal(l.lexeme), ' | ')::tsquery
-    INTO or_query
+    -- The threshold `%` compares with (pg_trgm.similarity_threshold).
+    trgm_limit := public.show_limit();
+    SELECT pg_catalog.string_agg(pg_catalog.quote_literal(l.lexeme), ' | ')::tsquery,
+           CASE WHEN NOT pg_catalog.bool_or(pg_catalog.strpos(l.lexeme, '''') > 0
+                                            OR pg_catalog.strpos(l.lexeme, '\') > 0)
+                THEN pg_catalog.array_agg(pg_catalog.left(seed_team_id::text, 8) || l.lexeme) END
+    INTO or_query, lexeme_keys
     FROM pg_catalog.unnest(dm_private.discovery_lexemes(query)) AS l (lexeme);
     IF query_embedding IS NOT NULL THEN
         SELECT c.contract_id INTO active_contract
@@ -146,15 +177,59 @@ BEGIN
     WITH fuzzy AS (
         -- Misspellings: trigram similarity per query word, bounded per word.
         SELECT f.entity_id, 1.5 * f.sim AS score
-        FROM pg_catalog.unnest(fuzzy_words) AS g (word)
+        FROM (
+            -- The word's probe keys on entity_names_team_trigram_idx (0055):
+            -- its trigrams, team-qualified as dm_private.entity_name_team_trigrams
+            -- qualifies a name's. A name passes `%` only when it shares at
+            -- least c = ceil(threshold x |word trigrams|) of them (similarity
+            -- is shared / (word + name - shared) and the name has at least
+            -- the shared ones), so it shares at least one of ANY |word| - c + 1
+            -- of them: c - 1 keys may be left out. Left out are the word-start
+            -- trigrams ("  p", " po"), which the most names share. The
+            -- tolerance 0.001 keeps a float-rounded match in; a positive
+            -- threshold needs at least one shared trigram (similarity 0
+            -- never passes it). probe is NULL (the team's trigram lookup
+            -- below) for a threshold of 0 or less, which every name passes.
+            SELECT w.word,
+                   CASE WHEN trgm_limit > 0
+                   THEN ARRAY(
+                       SELECT pg_catalog.left(seed_team_id::text, 8) || t.trigram
+                       FROM pg_catalog.unnest(public.show_trgm(w.word)) AS t (trigram)
+                       ORDER BY CASE WHEN pg_catalog.starts_with(t.trigram, '  ') THEN 0
+                                     WHEN pg_catalog.starts_with(t.trigram, ' ') THEN 1
+                                     ELSE 2 END, t.trigram
+                       OFFSET GREATEST(pg_catalog.ceil(trgm_limit * pg_catalog.cardinality(public.show_trgm(w.word))
+                                                       - 0.001)::integer, 1) - 1)
+                   END AS probe
+            FROM pg_catalog.unnest(fuzzy_words) AS w (word)
+        ) AS g
         CROSS JOIN LATERAL (
             SELECT c.entity_id, public.similarity(c.normalized_name, g.word) AS sim
             FROM (
-                SELECT n.entity_id, n.normalized_name
-                FROM dm_private.entity_names AS n
-                WHERE n.team_id = seed_team_id
-                  AND n.normalized_name OPERATOR(public.%) g.word
-                LIMIT 20
+                -- GIN answers bitmap scans only, so the lookup meets the rows
+                -- in heap order, and LIMIT 20 keeps the first 20 matches in
+                -- heap order whatever the plan (the team and `%` are written
+                -- so that no other index serves them: a btree range of the
+                -- team would meet them in name order, and a BitmapAnd with
+                -- entity_names_trgm_idx would decode the team's whole posting
+                -- list again). This is what the former lookup on
+                -- entity_names_trgm_idx kept whenever its plan was a bitmap
+                -- scan, as on the bench.
+                (SELECT n.entity_id, n.normalized_name
+                 FROM dm_private.entity_names AS n
+                 WHERE g.probe IS NOT NULL
+                   AND dm_private.entity_name_team_trigrams(n.team_id, n.normalized_name)
+                       OPERATOR(pg_catalog.&&) g.probe
+                   AND (n.team_id = seed_team_id) IS TRUE
+                   AND (n.normalized_name OPERATOR(public.%) g.word) IS TRUE
+                 LIMIT 20)
+                UNION ALL
+                (SELECT n.entity_id, n.normalized_name
+                 FROM dm_private.entity_names AS n
+                 WHERE g.probe IS NULL
+                   AND n.team_id = seed_team_id
+                   AND n.normalized_name OPERATOR(public.%) g.word
+                 LIMIT 20)
             ) AS c
             ORDER BY 2 DESC, c.entity_id
             LIMIT 3
@@ -165,12 +240,30 @@ BEGIN
         -- Entity documents (canonical name, aliases, kind) sharing a lexeme with the query.
         SELECT d.subject_id AS entity_id, 1.0 + LEAST(pg_catalog.ts_rank_cd(d.search_vector, or_query), 0.5) AS score
         FROM (
-            SELECT sd.subject_id, sd.search_vector
-            FROM dm_private.search_documents AS sd
-            WHERE sd.team_id = seed_team_id
-              AND sd.subject_kind = 'entity'::dm_private.subject_kind
-              AND sd.search_vector OPERATOR(pg_catalog.@@) or_query
-            LIMIT 50
+            -- On search_documents_entity_team_lexemes_idx (0056): a document
+            -- matching the OR query holds one of its lexemes, so the
+            -- team-qualified lexemes are a complete probe. GIN answers bitmap
+            -- scans only: either lookup meets the rows in heap order and
+            -- LIMIT 50 keeps the same 50. The team and @@ are written so that
+            -- no other index serves them. lexeme_keys is NULL when a lexeme
+            -- holds a quote or a backslash (its tsquery spelling may differ):
+            -- then the team's full-text lookup below.
+            (SELECT sd.subject_id, sd.search_vector
+             FROM dm_private.search_documents AS sd
+             WHERE lexeme_keys IS NOT NULL
+               AND dm_private.search_team_lexemes(sd.team_id, sd.search_vector) OPERATOR(pg_catalog.&&) lexeme_keys
+               AND (sd.team_id = seed_team_id) IS TRUE
+               AND (sd.search_vector OPERATOR(pg_catalog.@@) or_query) IS TRUE
+               AND sd.subject_kind = 'entity'::dm_private.subject_kind
+             LIMIT 50)
+            UNION ALL
+            (SELECT sd.subject_id, sd.search_vector
+             FROM dm_private.search_documents AS sd
+             WHERE lexeme_keys IS NULL
+               AND sd.team_id = seed_team_id
+               AND sd.subject_kind = 'entity'::dm_private.subject_kind
+               AND sd.search_vector OPERATOR(pg_catalog.@@) or_query
+             LIMIT 50)
         ) AS d
         WHERE or_query IS NOT NULL
     ),

@@ -506,6 +506,7 @@ DECLARE
     seed_ids uuid [] := '{}';
     seed_scores jsonb := '{}';
     inactive_owners uuid [] := '{}';
+    strong_seeds boolean := false;
     candidate record;
     -- The chosen paths, collected as an array and turned into one JSON
     -- array at the end (no jsonb concatenation per chosen path).
@@ -640,15 +641,20 @@ BEGIN
                -- The team's profiles that are not active, read once: "owner
                -- active" below is a membership test, not a profiles join per row.
                ARRAY(SELECT p.profile_id FROM dm_private.profiles AS p
-                     WHERE p.team_id = team AND p.state <> 'active')
-        INTO seed_ids, seed_scores, inactive_owners
+                     WHERE p.team_id = team AND p.state <> 'active'),
+               -- Whether some seed is strong enough (>= 1.5: named in the
+               -- query) to give predicate hints below.
+               COALESCE(pg_catalog.bool_or(ranked.score >= 1.5), false)
+        INTO seed_ids, seed_scores, inactive_owners, strong_seeds
         FROM ranked;
     END IF;
 
     -- Predicate hints from the query's words when the parser gave none: the
     -- own predicates (a skip scan each) of the two strongest seeds the query
     -- named (not those only linked to returned evidence) whose words match.
-    IF pg_catalog.cardinality(hints) = 0 AND pg_catalog.cardinality(seed_ids) > 0
+    -- Without a seed of score 1.5 or more the statement has no entity to
+    -- read (the common call seeded only by returned evidence): not started.
+    IF pg_catalog.cardinality(hints) = 0 AND strong_seeds
        AND pg_catalog.cardinality(query_lexemes) > 0 THEN
         hints := ARRAY(
             SELECT d.predicate

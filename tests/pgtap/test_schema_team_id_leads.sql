@@ -50,11 +50,18 @@ VALUES
 --                              leads each key rather than the column list,
 --                              and recall keeps its explicit team_id
 --                              predicate for prefix collisions.
+--   dm_private.entity_names_team_trigram_idx,
+--   dm_private.search_documents_entity_team_lexemes_idx
+--                              the same for entity name trigrams (0055) and
+--                              entity document lexemes (0056): discovery's
+--                              seed lookups keep their team_id predicate.
 CREATE TEMPORARY VIEW index_exceptions (index_name) AS
 VALUES
     ('dm_private.teams_name_key'),
     ('dm_private.search_documents_claim_order_idx'),
-    ('dm_private.search_documents_team_lexemes_idx');
+    ('dm_private.search_documents_team_lexemes_idx'),
+    ('dm_private.entity_names_team_trigram_idx'),
+    ('dm_private.search_documents_entity_team_lexemes_idx');
 
 CREATE TEMPORARY VIEW dm_tables AS
 SELECT c.oid AS table_oid,
