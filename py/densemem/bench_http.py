@@ -287,9 +287,10 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def start_server(url: str, port: int) -> subprocess.Popen[bytes]:
+def start_server(url: str, port: int, phase_log: Path | None = None) -> subprocess.Popen[bytes]:
     env = {
         **os.environ,
+        "DENSEMEM_PHASE_LOG": str(phase_log) if phase_log is not None else "",
         "DATABASE_URL": url,
         "DENSEMEM_EMBEDDING_PROVIDER": "local",
         "DENSEMEM_QUERY_CACHE_ENTRIES": "0",
@@ -384,6 +385,56 @@ async def _phase(
     ), cursor
 
 
+TAIL_FIELDS = (
+    "total",
+    "parse",
+    "pool",
+    "embed",
+    "embed_cpu",
+    "round_trip",
+    "handoff",
+    "respond",
+    "gc_ms",
+    "gc_collections",
+    "gc_full",
+)
+
+
+def read_phase_log(path: Path, since: float, until: float) -> list[dict[str, Any]]:
+    """The server's per-recall records (densemem.service.phase_log) that began in [since, until]."""
+    if not path.exists():
+        return []
+    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [r for r in records if since <= float(r.get("at", 0.0)) <= until]
+
+
+def tail_summary(records: list[dict[str, Any]], share: float = 0.05) -> dict[str, Any]:
+    """What the slowest `share` of requests (by server-side total) are made of, next to the rest:
+    each phase's mean in both groups, the collector's pauses, and the tail's questions."""
+    if not records:
+        return {}
+    ordered = sorted(records, key=lambda r: float(r["total"]))
+    count = max(1, round(len(ordered) * share))
+    tail, rest = ordered[-count:], ordered[:-count]
+
+    def means(group: list[dict[str, Any]]) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for name in TAIL_FIELDS:
+            values = [float(r[name]) for r in group if name in r]
+            if values:
+                out[name] = round(statistics.fmean(values), 3)
+        return out
+
+    return {
+        "requests": len(ordered),
+        "tail_requests": count,
+        "tail_mean": means(tail),
+        "rest_mean": means(rest),
+        "overlapped_share": round(sum(1 for r in ordered if r.get("overlapped")) / len(ordered), 3),
+        "tail": [{k: r[k] for k in ("query", *TAIL_FIELDS) if k in r} for r in reversed(tail)],
+    }
+
+
 def run(
     url: str,
     key: str,
@@ -393,10 +444,14 @@ def run(
     duration: float,
     clients: list[int],
     progress: Any = print,
+    tail: dict[str, Any] | None = None,
 ) -> list[Phase]:
+    """The phases; when `tail` is given, the one-client phase's tail_summary goes into it."""
     _, questions = locomo_turns_and_questions()
     port = _free_port()
-    server = start_server(url, port)
+    phase_log = Path(tempfile.gettempdir()) / f"densemem-bench-http-phases-{port}.jsonl"
+    phase_log.unlink(missing_ok=True)
+    server = start_server(url, port, phase_log)
     base = f"http://127.0.0.1:{port}"
     phases: list[Phase] = []
 
@@ -412,7 +467,11 @@ def run(
         _, cursor = asyncio.run(_phase(base, key, questions, cursor, 1, requests=warmup, duration=None))
         scraped = scrape(base)
         before = process_cpu_seconds(server.pid)
+        since = time.time()
         phase, cursor = asyncio.run(_phase(base, key, questions, cursor, 1, requests=requests, duration=None))
+        if tail is not None:
+            tail.update(tail_summary(read_phase_log(phase_log, since, time.time())))
+            tail["phase_log"] = str(phase_log)
         phases.append(with_cpu(phase, before, scraped))
         progress(f"1 client: {phase}")
         for count in clients:
@@ -438,9 +497,11 @@ def _bench_http(args: argparse.Namespace, settings: Settings) -> int:
     _, questions = locomo_turns_and_questions()
     parts = breakdown(url, key, questions)
     print(f"in-process breakdown: {parts}", file=sys.stderr)
+    tail: dict[str, Any] = {}
     phases = run(
         url,
         key,
+        tail=tail,
         requests=args.requests,
         warmup=args.warmup,
         duration=args.duration,
@@ -463,8 +524,17 @@ def _bench_http(args: argparse.Namespace, settings: Settings) -> int:
         "breakdown (medians/p95, in-process, same machine): "
         + ", ".join(f"{k} {v}" for k, v in parts.items())
     )
+    if tail:
+        print(
+            f"one-client tail (slowest {tail['tail_requests']} of {tail['requests']} by server-side total, "
+            f"per-request log {tail['phase_log']}):"
+        )
+        print(f"  slowest 5%, mean ms: {tail['tail_mean']}")
+        print(f"  the rest,   mean ms: {tail['rest_mean']}")
+        for record in tail["tail"]:
+            print(f"  {record}")
     if args.json:
-        report = {"phases": [asdict(p) for p in phases], "breakdown": parts}
+        report = {"phases": [asdict(p) for p in phases], "breakdown": parts, "one_client_tail": tail}
         Path(args.json).write_text(json.dumps(report, indent=2) + "\n")
     return 0
 

@@ -61,9 +61,9 @@ def provider_from_settings(settings: Settings, environ: Mapping[str, str] | None
     env = os.environ if environ is None else environ
     name = settings.embedding_provider.strip().lower()
     if name == "local":
-        from densemem.embeddings.local import LocalProvider
+        from densemem.embeddings.local import LocalProvider, lone_query_threads
 
-        return LocalProvider(num_threads=embedding_threads(env))
+        return LocalProvider(num_threads=embedding_threads(env), lone_threads=lone_query_threads(env))
     if name in {"openai", "http", "openai-compatible"}:
         from densemem.embeddings.openai_http import HttpProviderOptions, OpenAICompatibleProvider
 

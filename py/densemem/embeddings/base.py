@@ -8,7 +8,9 @@ database, and refuses to run when its provider makes vectors of another.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -84,3 +86,27 @@ def check_shape(vectors: FloatMatrix, count: int, dimensions: int) -> FloatMatri
             f"expected {count} vectors of {dimensions} dimensions, got shape {vectors.shape}"
         )
     return vectors
+
+
+# ---------------------------------------------------------------- a query embedded alone
+
+_ALONE = threading.local()
+
+
+@contextmanager
+def alone() -> Iterator[None]:
+    """Marks the provider calls of this thread, inside the block, as a query embedded while nothing
+    else runs (the service's lone recall: no other recall in flight, the model idle, PostgreSQL
+    only checking the key). A provider may then use more threads for it (LocalProvider's
+    lone_threads); it must return the same vectors either way."""
+    previous = getattr(_ALONE, "active", False)
+    _ALONE.active = True
+    try:
+        yield
+    finally:
+        _ALONE.active = previous
+
+
+def is_alone() -> bool:
+    """True inside `alone()` on this thread."""
+    return bool(getattr(_ALONE, "active", False))

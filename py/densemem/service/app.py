@@ -31,6 +31,7 @@ from densemem.service.embedding import QueryEmbedder, load_query_embedder, query
 from densemem.service.errors import ApiError, from_database_error, internal_error
 from densemem.service.metrics import Labels, gauge_lines
 from densemem.service.openapi import openapi_document
+from densemem.service.phase_log import GC_CLOCK, PhaseLog, freeze_start_up_objects
 from densemem.service.routes import OPERATIONS, ServiceConfig, ServiceState, state_of
 
 log = logging.getLogger("densemem.service")
@@ -311,9 +312,18 @@ def create_app(
             "DENSEMEM_OVERLAP_EMBEDDING", "1"
         ).strip().lower() not in {"0", "false", "no", "off"}
         app.state.service.batcher = query_batcher(chosen, observe=app.state.service.metrics.observe_model)
+        phase_log_path = os.environ.get("DENSEMEM_PHASE_LOG", "").strip()
+        if phase_log_path:
+            app.state.service.phase_log = PhaseLog(phase_log_path)
+        GC_CLOCK.install()
+        if os.environ.get("DENSEMEM_GC_FREEZE", "1").strip().lower() not in {"0", "false", "no", "off"}:
+            # The model, torch and the routes are loaded: keep the collector from walking them again.
+            log.info("froze %d start-up objects out of the garbage collector", freeze_start_up_objects())
         try:
             yield
         finally:
+            if app.state.service.phase_log is not None:
+                app.state.service.phase_log.close()
             app.state.service.batcher.close()
             await run_in_threadpool(pool.close)
 

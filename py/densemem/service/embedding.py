@@ -33,6 +33,7 @@ import numpy as np
 import orjson
 
 from densemem.config import Settings
+from densemem.embeddings.base import alone
 
 log = logging.getLogger("densemem.service")
 
@@ -80,8 +81,11 @@ class CachedQueryEmbedder:
         return [found[text] for text in texts]
 
     def warm_up(self) -> None:
-        """Load the model and run one forward pass now, not in the first request (not cached)."""
+        """Load the model and run one forward pass now, not in the first request (not cached);
+        also as a lone query, so that a provider's lone-query session is made now too."""
         self.provider.embed(["warm up the query embedding"])
+        with alone():
+            self.provider.embed(["warm up the query embedding"])
 
 
 class EmbeddingQueueFull(RuntimeError):
@@ -169,7 +173,8 @@ class QueryBatcher:
         try:
             if claim != self._claim:
                 raise RuntimeError("the model is not claimed by this call")
-            vectors = self._timed_embed([text])
+            with alone():  # no other recall in flight: the provider may use more threads
+                vectors = self._timed_embed([text])
             if len(vectors) != 1:
                 raise RuntimeError(f"{len(vectors)} vectors for 1 query")
             return vectors[0]

@@ -33,6 +33,7 @@ from densemem.service.auth import CallResult, bearer_key, call_as_key, team_of_k
 from densemem.service.embedding import QueryBatcher, QueryEmbedder, query_batcher, vector_literal
 from densemem.service.errors import ApiError, not_found
 from densemem.service.metrics import ServiceMetrics
+from densemem.service.phase_log import PhaseLog, Timeline
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 JSON = "application/json"
@@ -71,6 +72,8 @@ class ServiceState:
     # Recalls in progress (event loop only): a recall overlaps only when it is alone, so that
     # concurrent recalls keep sharing batched model calls.
     recalls_in_flight: int = 0
+    # One JSON line per recall with its phases (DENSEMEM_PHASE_LOG; off by default).
+    phase_log: PhaseLog | None = None
 
     def query_batcher(self) -> QueryBatcher:
         if self.batcher is None:
@@ -279,11 +282,12 @@ async def _recall_counted(
     request: Request, model: type[models.RecallRequest], statement: str, operator: bool
 ) -> Response:
     state = state_of(request)
-    phases = state.metrics.recall_phases
+    phases = Phases(state)
     began = time.perf_counter()
     key = require_key(request)
     body = await parse_body(request, model)
     parsed = time.perf_counter()
+    phases.start(body.query, began)
     phases.observe(parsed - began, PHASE_PARSE)
     if not state.recently_valid(key):
         await authenticate_only(request, key)
@@ -293,7 +297,7 @@ async def _recall_counted(
         claim = batcher.claim_idle()
         if claim:
             try:
-                return await _recall_overlapped(request, body, statement, operator, key, claim)
+                return await _recall_overlapped(request, body, statement, operator, key, claim, phases)
             finally:
                 batcher.release(claim)
     embed_began = time.perf_counter()
@@ -308,11 +312,18 @@ async def _recall_counted(
     phases.observe(back - result.answered_at, PHASE_HANDOFF)
     response = json_response(result.value)
     phases.observe(time.perf_counter() - back, PHASE_RESPOND)
+    phases.finish(overlapped=False)
     return response
 
 
 async def _recall_overlapped(
-    request: Request, body: models.RecallRequest, statement: str, operator: bool, key: str, claim: int
+    request: Request,
+    body: models.RecallRequest,
+    statement: str,
+    operator: bool,
+    key: str,
+    claim: int,
+    phases: Phases,
 ) -> Response:
     """A lone recall (no other in progress) of a key seen valid recently, the model idle: ONE
     worker thread takes a connection, sends the role switch and the key check, embeds the query
@@ -321,18 +332,18 @@ async def _recall_overlapped(
     the key check and the pool wait no longer add to the embedding. Still one transaction and one
     round trip."""
     state = state_of(request)
-    phases = state.metrics.recall_phases
     batcher = state.query_batcher()
     loop = asyncio.get_running_loop()
-    model_seconds = [0.0]
+    model_seconds = [0.0, 0.0]
 
     def embed_meanwhile() -> dict[str, Any]:
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.thread_time()
         try:
             vector = batcher.embed_claimed(claim, body.query, loop)
         except Exception:  # the provider is down: the ranking profile decides
             vector = None
         model_seconds[0] = time.perf_counter() - started
+        model_seconds[1] = time.thread_time() - cpu
         return {"embedding": embedded(state, vector, started)}
 
     sent = time.perf_counter()
@@ -354,7 +365,35 @@ async def _recall_overlapped(
     phases.observe(back - result.answered_at, PHASE_HANDOFF)
     response = json_response(result.value)
     phases.observe(time.perf_counter() - back, PHASE_RESPOND)
+    phases.finish(overlapped=True, embed_cpu=model_seconds[1])
     return response
+
+
+class Phases:
+    """A recall's phase timings: into the /metrics histograms, and into the phase log when on."""
+
+    def __init__(self, state: ServiceState) -> None:
+        self.histogram = state.metrics.recall_phases
+        self.log = state.phase_log
+        self.timeline: Timeline | None = None
+
+    def start(self, query: str, began: float) -> None:
+        if self.log is not None:
+            self.timeline = Timeline(query, began)
+
+    def observe(self, seconds: float, labels: tuple[tuple[str, str], ...]) -> None:
+        self.histogram.observe(seconds, labels)
+        if self.timeline is not None:
+            self.timeline.phase(labels[0][1], seconds)
+
+    def finish(self, *, overlapped: bool, embed_cpu: float | None = None) -> None:
+        if self.timeline is None or self.log is None:
+            return
+        if embed_cpu is not None:
+            self.timeline.phase("embed_cpu", embed_cpu)
+        record = self.timeline.finish()
+        record["overlapped"] = overlapped
+        self.log.write(record)
 
 
 PHASE_PARSE = (("phase", "parse"),)
