@@ -112,47 +112,56 @@ SET search_path = ''
 AS $$
 DECLARE
     chosen record;
-    overrides jsonb := '{}';
-    index_profile record;
 BEGIN
+    -- One statement per call: the profile (named, or the team's chosen one,
+    -- or the default) with the active search-index profile joined on (at
+    -- most one row: both are unique partial indexes), where three
+    -- statements read them one after another.
     IF profile_name IS NOT NULL THEN
-        SELECT rp.ranking_profile_id, rp.name, rp.version, rp.settings INTO chosen
-        FROM dm_private.ranking_profiles AS rp
-        WHERE rp.name = profile_name
-        ORDER BY rp.version DESC
-        LIMIT 1;
+        SELECT rp.ranking_profile_id, rp.name, rp.version, rp.settings, NULL::jsonb AS team_settings,
+               sip.version AS index_version, sip.settings AS index_settings
+        INTO chosen
+        FROM (SELECT r.ranking_profile_id, r.name, r.version, r.settings
+              FROM dm_private.ranking_profiles AS r
+              WHERE r.name = profile_name
+              ORDER BY r.version DESC
+              LIMIT 1) AS rp
+        LEFT JOIN dm_private.search_index_profiles AS sip ON sip.is_active;
         IF NOT FOUND THEN
             RAISE EXCEPTION 'unknown ranking profile %', profile_name
                 USING ERRCODE = '22023', HINT = 'ranking_profile names a row of dm_private.ranking_profiles';
         END IF;
     ELSE
-        SELECT rp.ranking_profile_id, rp.name, rp.version, rp.settings, o.settings AS team_settings INTO chosen
-        FROM dm_private.team_ranking_overrides AS o
-        JOIN dm_private.ranking_profiles AS rp ON rp.ranking_profile_id = o.ranking_profile_id
-        WHERE o.team_id = recall_settings.team_id;
-        IF FOUND THEN
-            overrides := chosen.team_settings;
-        ELSE
-            SELECT rp.ranking_profile_id, rp.name, rp.version, rp.settings INTO chosen
-            FROM dm_private.ranking_profiles AS rp
-            WHERE rp.is_default;
-            IF NOT FOUND THEN
-                RAISE EXCEPTION 'no default ranking profile' USING ERRCODE = 'DM503';
-            END IF;
+        -- the team's override row when there is one (pick 1), else the
+        -- default profile (pick 2)
+        SELECT rp.ranking_profile_id, rp.name, rp.version, rp.settings, rp.team_settings,
+               sip.version AS index_version, sip.settings AS index_settings
+        INTO chosen
+        FROM (SELECT c.ranking_profile_id, c.name, c.version, c.settings, c.team_settings
+              FROM (SELECT r.ranking_profile_id, r.name, r.version, r.settings, o.settings AS team_settings, 1 AS pick
+                    FROM dm_private.team_ranking_overrides AS o
+                    JOIN dm_private.ranking_profiles AS r ON r.ranking_profile_id = o.ranking_profile_id
+                    WHERE o.team_id = recall_settings.team_id
+                    UNION ALL
+                    SELECT r.ranking_profile_id, r.name, r.version, r.settings, NULL::jsonb, 2
+                    FROM dm_private.ranking_profiles AS r
+                    WHERE r.is_default) AS c
+              ORDER BY c.pick
+              LIMIT 1) AS rp
+        LEFT JOIN dm_private.search_index_profiles AS sip ON sip.is_active;
+        IF NOT FOUND THEN
+            RAISE EXCEPTION 'no default ranking profile' USING ERRCODE = 'DM503';
         END IF;
     END IF;
-    SELECT sip.version, sip.settings INTO index_profile
-    FROM dm_private.search_index_profiles AS sip
-    WHERE sip.is_active;
     -- No overrides (the common case): no deep merge, which costs more than
     -- the rest of this function.
-    RETURN CASE WHEN overrides IS NULL OR overrides = '{}'::jsonb THEN chosen.settings
-                ELSE dm_private.jsonb_deep_merge(chosen.settings, overrides) END
+    RETURN CASE WHEN chosen.team_settings IS NULL OR chosen.team_settings = '{}'::jsonb THEN chosen.settings
+                ELSE dm_private.jsonb_deep_merge(chosen.settings, chosen.team_settings) END
         || pg_catalog.jsonb_build_object(
             'profile_name', chosen.name,
             'profile_version', chosen.version,
-            'index_version', index_profile.version,
-            'index', COALESCE(index_profile.settings, '{}'::jsonb));
+            'index_version', chosen.index_version,
+            'index', COALESCE(chosen.index_settings, '{}'::jsonb));
 END
 $$;
 COMMENT ON FUNCTION dm_private.recall_settings(uuid, text) IS
