@@ -419,24 +419,46 @@ BEGIN
        AND pg_catalog.jsonb_typeof(req -> 'include_hypotheses') <> 'boolean' THEN
         RAISE EXCEPTION 'include_hypotheses must be true or false' USING ERRCODE = '22023';
     END IF;
-    clock := COALESCE(dm_private.recall_timestamp(req -> 'now', 'now'), pg_catalog.now());
+    clock := COALESCE(CASE WHEN req ? 'now' THEN dm_private.recall_timestamp(req -> 'now', 'now') END, pg_catalog.now());
+
+    -- A field the request leaves out is not read by a function call: each
+    -- reader returns NULL (timestamps, text lists) or an empty list (uuid
+    -- lists) for an absent value, so the CASE gives what the call gave; a
+    -- present field (null included) is read and validated as before.
 
     RETURN pg_catalog.jsonb_build_object(
         'limit', result_limit,
         'max_context_bytes', max_bytes,
         'now', clock,
-        'valid_at', COALESCE(dm_private.recall_timestamp(req -> 'valid_at', 'valid_at'), clock),
-        'known_at', COALESCE(dm_private.recall_timestamp(req -> 'known_at', 'known_at'), pg_catalog.now()),
-        'source_groups', COALESCE(pg_catalog.to_jsonb(dm_private.recall_text_list(filters -> 'source_group', 'filters.source_group', 50)), '[]'::jsonb),
-        'memory_types', COALESCE(pg_catalog.to_jsonb(dm_private.recall_text_list(filters -> 'memory_type', 'filters.memory_type', 10)), '[]'::jsonb),
-        'created_after', dm_private.recall_timestamp(filters -> 'created_after', 'filters.created_after'),
-        'created_before', dm_private.recall_timestamp(filters -> 'created_before', 'filters.created_before'),
-        'known_evidence_ids', pg_catalog.to_jsonb(dm_private.recall_uuid_list(req, 'known_evidence_ids', 200)),
-        'known_relationship_ids', pg_catalog.to_jsonb(dm_private.recall_uuid_list(req, 'known_relationship_ids', 200)),
-        'expand_from_entity_ids', pg_catalog.to_jsonb(dm_private.recall_uuid_list(req, 'expand_from_entity_ids', 50)),
+        'valid_at', COALESCE(CASE WHEN req ? 'valid_at' THEN dm_private.recall_timestamp(req -> 'valid_at', 'valid_at') END, clock),
+        'known_at', COALESCE(CASE WHEN req ? 'known_at' THEN dm_private.recall_timestamp(req -> 'known_at', 'known_at') END,
+                             pg_catalog.now()),
+        'source_groups', CASE WHEN filters ? 'source_group'
+                              THEN COALESCE(pg_catalog.to_jsonb(dm_private.recall_text_list(filters -> 'source_group', 'filters.source_group', 50)), '[]'::jsonb)
+                              ELSE '[]'::jsonb END,
+        'memory_types', CASE WHEN filters ? 'memory_type'
+                             THEN COALESCE(pg_catalog.to_jsonb(dm_private.recall_text_list(filters -> 'memory_type', 'filters.memory_type', 10)), '[]'::jsonb)
+                             ELSE '[]'::jsonb END,
+        'created_after', CASE WHEN filters ? 'created_after'
+                              THEN dm_private.recall_timestamp(filters -> 'created_after', 'filters.created_after') END,
+        'created_before', CASE WHEN filters ? 'created_before'
+                               THEN dm_private.recall_timestamp(filters -> 'created_before', 'filters.created_before') END,
+        'known_evidence_ids', CASE WHEN req ? 'known_evidence_ids'
+                                   THEN pg_catalog.to_jsonb(dm_private.recall_uuid_list(req, 'known_evidence_ids', 200))
+                                   ELSE '[]'::jsonb END,
+        'known_relationship_ids', CASE WHEN req ? 'known_relationship_ids'
+                                       THEN pg_catalog.to_jsonb(dm_private.recall_uuid_list(req, 'known_relationship_ids', 200))
+                                       ELSE '[]'::jsonb END,
+        'expand_from_entity_ids', CASE WHEN req ? 'expand_from_entity_ids'
+                                       THEN pg_catalog.to_jsonb(dm_private.recall_uuid_list(req, 'expand_from_entity_ids', 50))
+                                       ELSE '[]'::jsonb END,
         'include_hypotheses', COALESCE((req ->> 'include_hypotheses')::boolean, false),
-        'anchors', COALESCE(pg_catalog.to_jsonb(dm_private.recall_text_list(req -> 'anchors', 'anchors', 20)), '[]'::jsonb),
-        'phrases', COALESCE(pg_catalog.to_jsonb(dm_private.recall_text_list(req -> 'phrases', 'phrases', 20)), '[]'::jsonb),
+        'anchors', CASE WHEN req ? 'anchors'
+                        THEN COALESCE(pg_catalog.to_jsonb(dm_private.recall_text_list(req -> 'anchors', 'anchors', 20)), '[]'::jsonb)
+                        ELSE '[]'::jsonb END,
+        'phrases', CASE WHEN req ? 'phrases'
+                        THEN COALESCE(pg_catalog.to_jsonb(dm_private.recall_text_list(req -> 'phrases', 'phrases', 20)), '[]'::jsonb)
+                        ELSE '[]'::jsonb END,
         'window_from', window_from,
         'window_to', window_to,
         'has_window', req ? 'time_window' AND req -> 'time_window' <> 'null'::jsonb,

@@ -60,8 +60,12 @@ BEGIN
     -- One grouping by evidence: a branch's best rank is the min over its
     -- hits (a repeated hit counts once), and the RRF sum adds the three
     -- branches' terms in a fixed order. relevance is min-max over the kept
-    -- candidates (position <= cap): the worst kept score is a filtered
-    -- window min over the same rows the kept set holds.
+    -- candidates (position <= cap). In RRF order the score never rises
+    -- along the order, so the worst kept score is the score at position
+    -- cap (nth_value), or the last one's (min) when fewer are kept: one
+    -- window over the whole ordered set gives count, best and worst (a
+    -- second window filtered by position cost a third pass over the rows).
+    -- Branch priority does not read best or worst.
     WITH per_evidence AS (
         SELECT h.evidence_id, pg_catalog.any_value(h.document_id) AS document_id,
                pg_catalog.min(h.branch_rank) FILTER (WHERE h.branch = 'fulltext') AS fulltext_rank,
@@ -83,16 +87,13 @@ BEGIN
     ),
     ordered AS (
         SELECT e.*,
-               pg_catalog.row_number() OVER (
-                   ORDER BY CASE WHEN by_priority THEN e.priority_key::double precision ELSE -e.rrf END,
-                            e.evidence_id) AS position,
-               pg_catalog.count(*) OVER () AS total,
-               pg_catalog.max(e.rrf) OVER () AS best_rrf
+               pg_catalog.row_number() OVER w AS position,
+               pg_catalog.count(*) OVER whole AS total,
+               pg_catalog.max(e.rrf) OVER whole AS best_rrf,
+               COALESCE(pg_catalog.nth_value(e.rrf, GREATEST(cap, 1)) OVER whole, pg_catalog.min(e.rrf) OVER whole) AS worst_rrf
         FROM scored AS e
-    ),
-    bounded AS (
-        SELECT o.*, pg_catalog.min(o.rrf) FILTER (WHERE o.position <= cap) OVER () AS worst_rrf
-        FROM ordered AS o
+        WINDOW w AS (ORDER BY CASE WHEN by_priority THEN e.priority_key::double precision ELSE -e.rrf END, e.evidence_id),
+               whole AS (w ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)
     )
     SELECT pg_catalog.array_agg(ROW(
                o.document_id, o.evidence_id,
@@ -104,7 +105,7 @@ BEGIN
            )::dm_private.recall_fused ORDER BY o.position) FILTER (WHERE o.position <= cap),
            pg_catalog.bool_or(o.unknown_branch)
     INTO fused, unknown_branch
-    FROM bounded AS o;
+    FROM ordered AS o;
     -- The branches are the three recall runs; a hit of any other branch is
     -- refused rather than weighted by a guess.
     IF unknown_branch THEN

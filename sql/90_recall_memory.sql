@@ -149,11 +149,11 @@ DECLARE
     mmr_rows jsonb;
     contexts jsonb := '{}';
     pass_contexts jsonb;
-    chunk_contexts jsonb;
+    chunk_items jsonb [];
+    kept_items jsonb [] := '{}';
     hydrate_ids uuid [];
     hydrated integer;
     pass_used integer;
-    chunk_kept uuid [];
     sizes integer [];
     kept uuid [] := '{}';
     pass_kept uuid [];
@@ -386,48 +386,65 @@ BEGIN
             mark := pg_catalog.clock_timestamp();
         END IF;
 
-        -- hydration under RLS (one bounded read), then the byte budget: one
-        -- statement builds the contexts in MMR order and their byte sizes.
-        -- A recall reads the first `want` candidates first and the rest of
-        -- the ordered list (up to hydration's 200) only when those did not
-        -- fill `want` (one was dropped by hydration or did not fit): the
-        -- budget walk then goes on where it stopped, with what is left of
-        -- `want` and of the bytes, so it keeps what one walk over the whole
-        -- list keeps. Explain hydrates the whole list at once: it reports
-        -- every candidate hydration dropped.
-        pass_kept := '{}';
-        pass_contexts := '{}';
-        pass_used := 0;
-        hydrated := 0;
-        LOOP
-            hydrate_ids := CASE WHEN with_explain THEN ordered_ids
-                                WHEN hydrated = 0 THEN ordered_ids[1:pass_want]
-                                ELSE ordered_ids[hydrated + 1:200] END;
+        -- hydration under RLS (one bounded read), then the byte budget.
+        IF with_explain THEN
+            -- Explain hydrates the whole ordered list at once (it reports
+            -- every candidate hydration dropped): one statement builds the
+            -- contexts and their byte sizes in MMR order, recall_budget walks them.
             SELECT COALESCE(pg_catalog.jsonb_object_agg(h.evidence_id::text, pg_catalog.jsonb_build_object(
                        'evidence_id', h.evidence_id, 'context', h.context, 'source_id', h.source_id,
                        'source_external_id', h.source_external_id)) FILTER (WHERE h.evidence_id IS NOT NULL), '{}'::jsonb),
                    pg_catalog.array_agg(pg_catalog.octet_length(h.context) ORDER BY o.ord)
-            INTO chunk_contexts, sizes
-            FROM pg_catalog.unnest(hydrate_ids) WITH ORDINALITY AS o (id, ord)
-            LEFT JOIN dm_private.recall_hydrate(team, hydrate_ids, pass_req) AS h ON h.evidence_id = o.id;
-            chunk_kept := dm_private.recall_budget(hydrate_ids, sizes, pass_want - pg_catalog.cardinality(pass_kept),
-                                                   pass_bytes - pass_used);
-            pass_kept := pass_kept || chunk_kept;
-            pass_contexts := pass_contexts || chunk_contexts;
-            hydrated := hydrated + pg_catalog.cardinality(hydrate_ids);
-            EXIT WHEN with_explain OR pg_catalog.cardinality(pass_kept) >= pass_want
-                      OR hydrated >= LEAST(pg_catalog.cardinality(ordered_ids), 200);
-            pass_used := pass_used + COALESCE((SELECT pg_catalog.sum(pg_catalog.octet_length(chunk_contexts #>> ARRAY[k.id::text, 'context']))
-                                               FROM pg_catalog.unnest(chunk_kept) AS k (id)), 0)::integer;
-        END LOOP;
-        -- what is left of the byte budget matters only to pass 2, which runs
-        -- only after a parsed window's pass 1
-        IF pass = 1 AND COALESCE((req ->> 'window_is_parsed')::boolean, false) THEN
-            pass_bytes := pass_bytes - COALESCE((SELECT pg_catalog.sum(pg_catalog.octet_length(pass_contexts #>> ARRAY[k.id::text, 'context']))
-                                                 FROM pg_catalog.unnest(pass_kept) AS k (id)), 0)::integer;
+            INTO pass_contexts, sizes
+            FROM pg_catalog.unnest(ordered_ids) WITH ORDINALITY AS o (id, ord)
+            LEFT JOIN dm_private.recall_hydrate(team, ordered_ids, pass_req) AS h ON h.evidence_id = o.id;
+            pass_kept := dm_private.recall_budget(ordered_ids, sizes, pass_want, pass_bytes);
+            -- what is left of the byte budget matters only to pass 2, which
+            -- runs only after a parsed window's pass 1
+            IF pass = 1 AND COALESCE((req ->> 'window_is_parsed')::boolean, false) THEN
+                pass_bytes := pass_bytes - COALESCE((SELECT pg_catalog.sum(pg_catalog.octet_length(pass_contexts #>> ARRAY[k.id::text, 'context']))
+                                                     FROM pg_catalog.unnest(pass_kept) AS k (id)), 0)::integer;
+            END IF;
+            contexts := contexts || pass_contexts;
+        ELSE
+            -- A recall reads the first `want` candidates, and the rest of the
+            -- ordered list (up to hydration's 200) only when those did not
+            -- fill `want` (one dropped by hydration, or one that did not
+            -- fit). The result objects come back as an array in MMR order
+            -- (NULL where hydration dropped the row), and the budget walk
+            -- (recall_budget's, written out: keep in order while the text
+            -- fits, stop at `want`) goes on where the first read stopped, so
+            -- it keeps what one walk over the whole list keeps; the answer is
+            -- the array of kept objects, with no statement to look them up.
+            pass_kept := '{}';
+            pass_used := 0;
+            hydrated := 0;
+            LOOP
+                hydrate_ids := CASE WHEN hydrated = 0 THEN ordered_ids[1:pass_want]
+                                    ELSE ordered_ids[hydrated + 1:200] END;
+                SELECT pg_catalog.array_agg(CASE WHEN h.evidence_id IS NOT NULL THEN pg_catalog.jsonb_build_object(
+                           'evidence_id', h.evidence_id, 'context', h.context, 'source_id', h.source_id,
+                           'source_external_id', h.source_external_id) END ORDER BY o.ord),
+                       pg_catalog.array_agg(pg_catalog.octet_length(h.context) ORDER BY o.ord)
+                INTO chunk_items, sizes
+                FROM pg_catalog.unnest(hydrate_ids) WITH ORDINALITY AS o (id, ord)
+                LEFT JOIN dm_private.recall_hydrate(team, hydrate_ids, pass_req) AS h ON h.evidence_id = o.id;
+                FOR i IN 1..COALESCE(pg_catalog.cardinality(hydrate_ids), 0) LOOP
+                    EXIT WHEN pg_catalog.cardinality(pass_kept) >= pass_want;
+                    CONTINUE WHEN sizes[i] IS NULL OR pass_used + sizes[i] > pass_bytes;
+                    pass_kept := pass_kept || hydrate_ids[i];
+                    kept_items := kept_items || chunk_items[i];
+                    pass_used := pass_used + sizes[i];
+                END LOOP;
+                hydrated := hydrated + COALESCE(pg_catalog.cardinality(hydrate_ids), 0);
+                EXIT WHEN pg_catalog.cardinality(pass_kept) >= pass_want
+                          OR hydrated >= LEAST(pg_catalog.cardinality(ordered_ids), 200);
+            END LOOP;
+            IF pass = 1 THEN
+                pass_bytes := pass_bytes - pass_used;
+            END IF;
         END IF;
         kept := kept || pass_kept;
-        contexts := contexts || pass_contexts;
         -- what only explain shows (branch hits as JSON, fused and scored
         -- candidates) is kept only when explaining: converting and copying
         -- them cost every recall a few hundred composite values
@@ -452,8 +469,12 @@ BEGIN
             timings := timings || pg_catalog.jsonb_build_object('window_fallback_ms', EXTRACT(EPOCH FROM pg_catalog.clock_timestamp() - mark) * 1000);
         END IF;
     END LOOP;
-    results := COALESCE((SELECT pg_catalog.jsonb_agg(contexts -> k.id::text ORDER BY k.ord)
-                         FROM pg_catalog.unnest(kept) WITH ORDINALITY AS k (id, ord)), '[]'::jsonb);
+    IF with_explain THEN
+        results := COALESCE((SELECT pg_catalog.jsonb_agg(contexts -> k.id::text ORDER BY k.ord)
+                             FROM pg_catalog.unnest(kept) WITH ORDINALITY AS k (id, ord)), '[]'::jsonb);
+    ELSE
+        results := pg_catalog.to_jsonb(kept_items);
+    END IF;
     IF with_explain THEN
         mark := pg_catalog.clock_timestamp();
     END IF;
