@@ -63,9 +63,10 @@ BEGIN
     -- candidates (position <= cap). In RRF order the score never rises
     -- along the order, so the worst kept score is the score at position
     -- cap (nth_value), or the last one's (min) when fewer are kept: one
-    -- window over the whole ordered set gives count, best and worst (a
-    -- second window filtered by position cost a third pass over the rows).
-    -- Branch priority does not read best or worst.
+    -- window over the whole ordered set gives the position (row_number
+    -- ignores the frame), count, best and worst: one pass over the rows,
+    -- where three windows (the position, the totals, a min filtered by
+    -- position) made three. Branch priority does not read best or worst.
     WITH per_evidence AS (
         SELECT h.evidence_id, pg_catalog.any_value(h.document_id) AS document_id,
                pg_catalog.min(h.branch_rank) FILTER (WHERE h.branch = 'fulltext') AS fulltext_rank,
@@ -87,13 +88,13 @@ BEGIN
     ),
     ordered AS (
         SELECT e.*,
-               pg_catalog.row_number() OVER w AS position,
+               pg_catalog.row_number() OVER whole AS position,
                pg_catalog.count(*) OVER whole AS total,
                pg_catalog.max(e.rrf) OVER whole AS best_rrf,
                COALESCE(pg_catalog.nth_value(e.rrf, GREATEST(cap, 1)) OVER whole, pg_catalog.min(e.rrf) OVER whole) AS worst_rrf
         FROM scored AS e
-        WINDOW w AS (ORDER BY CASE WHEN by_priority THEN e.priority_key::double precision ELSE -e.rrf END, e.evidence_id),
-               whole AS (w ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)
+        WINDOW whole AS (ORDER BY CASE WHEN by_priority THEN e.priority_key::double precision ELSE -e.rrf END, e.evidence_id
+                         ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)
     )
     SELECT pg_catalog.array_agg(ROW(
                o.document_id, o.evidence_id,
