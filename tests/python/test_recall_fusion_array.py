@@ -84,7 +84,7 @@ ORDER BY o.position
 
 def _hits(rng: random.Random, evidence: list[uuid.UUID], branches: tuple[str, ...]) -> str:
     """A recall_branch_hit[] literal: each branch ranks a sample, some hits repeated, a few NULL ids."""
-    rows = []
+    rows: list[tuple[str, uuid.UUID | None, int]] = []
     for branch in branches:
         chosen = rng.sample(evidence, rng.randint(0, len(evidence)))
         for rank, ev in enumerate(chosen, start=1):
@@ -95,10 +95,10 @@ def _hits(rng: random.Random, evidence: list[uuid.UUID], branches: tuple[str, ..
             rows.append((branch, None, 1))
     rng.shuffle(rows)
     parts = []
-    for branch, ev, rank in rows:
-        ev_text = "" if ev is None else str(ev)
-        doc_text = "" if ev is None else str(uuid.uuid5(uuid.NAMESPACE_OID, str(ev)))
-        parts.append(f'"({branch},{doc_text},{ev_text},{rank},{rng.random()})"')
+    for branch_name, hit_evidence, hit_rank in rows:
+        ev_text = "" if hit_evidence is None else str(hit_evidence)
+        doc_text = "" if hit_evidence is None else str(uuid.uuid5(uuid.NAMESPACE_OID, ev_text))
+        parts.append(f'"({branch_name},{doc_text},{ev_text},{hit_rank},{rng.random()})"')
     return "{" + ",".join(parts) + "}"
 
 

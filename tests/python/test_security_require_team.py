@@ -103,7 +103,7 @@ def test_no_definer_answers_for_a_foreign_team(admin_conn: Conn) -> None:
         "dm_private.recall_eligible_documents",
     ):
         assert expected in names
-    answered = []
+    answered: list[tuple[str, object]] = []
     for name, _schema, _proname, _retset, argnames, _types, nargs, argtypes in definers:
         args = []
         for i in range(nargs):
