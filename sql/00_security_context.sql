@@ -64,7 +64,11 @@ STABLE
 SET search_path = ''
 AS $$
 DECLARE
-    current_team uuid := dm_private.authenticated_team_id();
+    -- dm_private.authenticated_team_id()'s expression, written out: the
+    -- same setting read the same way, without a second function call (a SQL
+    -- function with its own SET search_path runs its executor on every
+    -- call, and a recall checks its team about eight times)
+    current_team uuid := NULLIF(pg_catalog.current_setting('densemem.team_id', true), '')::uuid;
 BEGIN
     IF current_team IS NULL THEN
         RAISE EXCEPTION 'no authenticated team'

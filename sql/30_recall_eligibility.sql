@@ -112,47 +112,56 @@ SET search_path = ''
 AS $$
 DECLARE
     chosen record;
-    overrides jsonb := '{}';
-    index_profile record;
 BEGIN
+    -- One statement per call: the profile (named, or the team's chosen one,
+    -- or the default) with the active search-index profile joined on (at
+    -- most one row: both are unique partial indexes), where three
+    -- statements read them one after another.
     IF profile_name IS NOT NULL THEN
-        SELECT rp.ranking_profile_id, rp.name, rp.version, rp.settings INTO chosen
-        FROM dm_private.ranking_profiles AS rp
-        WHERE rp.name = profile_name
-        ORDER BY rp.version DESC
-        LIMIT 1;
+        SELECT rp.ranking_profile_id, rp.name, rp.version, rp.settings, NULL::jsonb AS team_settings,
+               sip.version AS index_version, sip.settings AS index_settings
+        INTO chosen
+        FROM (SELECT r.ranking_profile_id, r.name, r.version, r.settings
+              FROM dm_private.ranking_profiles AS r
+              WHERE r.name = profile_name
+              ORDER BY r.version DESC
+              LIMIT 1) AS rp
+        LEFT JOIN dm_private.search_index_profiles AS sip ON sip.is_active;
         IF NOT FOUND THEN
             RAISE EXCEPTION 'unknown ranking profile %', profile_name
                 USING ERRCODE = '22023', HINT = 'ranking_profile names a row of dm_private.ranking_profiles';
         END IF;
     ELSE
-        SELECT rp.ranking_profile_id, rp.name, rp.version, rp.settings, o.settings AS team_settings INTO chosen
-        FROM dm_private.team_ranking_overrides AS o
-        JOIN dm_private.ranking_profiles AS rp ON rp.ranking_profile_id = o.ranking_profile_id
-        WHERE o.team_id = recall_settings.team_id;
-        IF FOUND THEN
-            overrides := chosen.team_settings;
-        ELSE
-            SELECT rp.ranking_profile_id, rp.name, rp.version, rp.settings INTO chosen
-            FROM dm_private.ranking_profiles AS rp
-            WHERE rp.is_default;
-            IF NOT FOUND THEN
-                RAISE EXCEPTION 'no default ranking profile' USING ERRCODE = 'DM503';
-            END IF;
+        -- the team's override row when there is one (pick 1), else the
+        -- default profile (pick 2)
+        SELECT rp.ranking_profile_id, rp.name, rp.version, rp.settings, rp.team_settings,
+               sip.version AS index_version, sip.settings AS index_settings
+        INTO chosen
+        FROM (SELECT c.ranking_profile_id, c.name, c.version, c.settings, c.team_settings
+              FROM (SELECT r.ranking_profile_id, r.name, r.version, r.settings, o.settings AS team_settings, 1 AS pick
+                    FROM dm_private.team_ranking_overrides AS o
+                    JOIN dm_private.ranking_profiles AS r ON r.ranking_profile_id = o.ranking_profile_id
+                    WHERE o.team_id = recall_settings.team_id
+                    UNION ALL
+                    SELECT r.ranking_profile_id, r.name, r.version, r.settings, NULL::jsonb, 2
+                    FROM dm_private.ranking_profiles AS r
+                    WHERE r.is_default) AS c
+              ORDER BY c.pick
+              LIMIT 1) AS rp
+        LEFT JOIN dm_private.search_index_profiles AS sip ON sip.is_active;
+        IF NOT FOUND THEN
+            RAISE EXCEPTION 'no default ranking profile' USING ERRCODE = 'DM503';
         END IF;
     END IF;
-    SELECT sip.version, sip.settings INTO index_profile
-    FROM dm_private.search_index_profiles AS sip
-    WHERE sip.is_active;
     -- No overrides (the common case): no deep merge, which costs more than
     -- the rest of this function.
-    RETURN CASE WHEN overrides IS NULL OR overrides = '{}'::jsonb THEN chosen.settings
-                ELSE dm_private.jsonb_deep_merge(chosen.settings, overrides) END
+    RETURN CASE WHEN chosen.team_settings IS NULL OR chosen.team_settings = '{}'::jsonb THEN chosen.settings
+                ELSE dm_private.jsonb_deep_merge(chosen.settings, chosen.team_settings) END
         || pg_catalog.jsonb_build_object(
             'profile_name', chosen.name,
             'profile_version', chosen.version,
-            'index_version', index_profile.version,
-            'index', COALESCE(index_profile.settings, '{}'::jsonb));
+            'index_version', chosen.index_version,
+            'index', COALESCE(chosen.index_settings, '{}'::jsonb));
 END
 $$;
 COMMENT ON FUNCTION dm_private.recall_settings(uuid, text) IS
@@ -410,24 +419,46 @@ BEGIN
        AND pg_catalog.jsonb_typeof(req -> 'include_hypotheses') <> 'boolean' THEN
         RAISE EXCEPTION 'include_hypotheses must be true or false' USING ERRCODE = '22023';
     END IF;
-    clock := COALESCE(dm_private.recall_timestamp(req -> 'now', 'now'), pg_catalog.now());
+    clock := COALESCE(CASE WHEN req ? 'now' THEN dm_private.recall_timestamp(req -> 'now', 'now') END, pg_catalog.now());
+
+    -- A field the request leaves out is not read by a function call: each
+    -- reader returns NULL (timestamps, text lists) or an empty list (uuid
+    -- lists) for an absent value, so the CASE gives what the call gave; a
+    -- present field (null included) is read and validated as before.
 
     RETURN pg_catalog.jsonb_build_object(
         'limit', result_limit,
         'max_context_bytes', max_bytes,
         'now', clock,
-        'valid_at', COALESCE(dm_private.recall_timestamp(req -> 'valid_at', 'valid_at'), clock),
-        'known_at', COALESCE(dm_private.recall_timestamp(req -> 'known_at', 'known_at'), pg_catalog.now()),
-        'source_groups', COALESCE(pg_catalog.to_jsonb(dm_private.recall_text_list(filters -> 'source_group', 'filters.source_group', 50)), '[]'::jsonb),
-        'memory_types', COALESCE(pg_catalog.to_jsonb(dm_private.recall_text_list(filters -> 'memory_type', 'filters.memory_type', 10)), '[]'::jsonb),
-        'created_after', dm_private.recall_timestamp(filters -> 'created_after', 'filters.created_after'),
-        'created_before', dm_private.recall_timestamp(filters -> 'created_before', 'filters.created_before'),
-        'known_evidence_ids', pg_catalog.to_jsonb(dm_private.recall_uuid_list(req, 'known_evidence_ids', 200)),
-        'known_relationship_ids', pg_catalog.to_jsonb(dm_private.recall_uuid_list(req, 'known_relationship_ids', 200)),
-        'expand_from_entity_ids', pg_catalog.to_jsonb(dm_private.recall_uuid_list(req, 'expand_from_entity_ids', 50)),
+        'valid_at', COALESCE(CASE WHEN req ? 'valid_at' THEN dm_private.recall_timestamp(req -> 'valid_at', 'valid_at') END, clock),
+        'known_at', COALESCE(CASE WHEN req ? 'known_at' THEN dm_private.recall_timestamp(req -> 'known_at', 'known_at') END,
+                             pg_catalog.now()),
+        'source_groups', CASE WHEN filters ? 'source_group'
+                              THEN COALESCE(pg_catalog.to_jsonb(dm_private.recall_text_list(filters -> 'source_group', 'filters.source_group', 50)), '[]'::jsonb)
+                              ELSE '[]'::jsonb END,
+        'memory_types', CASE WHEN filters ? 'memory_type'
+                             THEN COALESCE(pg_catalog.to_jsonb(dm_private.recall_text_list(filters -> 'memory_type', 'filters.memory_type', 10)), '[]'::jsonb)
+                             ELSE '[]'::jsonb END,
+        'created_after', CASE WHEN filters ? 'created_after'
+                              THEN dm_private.recall_timestamp(filters -> 'created_after', 'filters.created_after') END,
+        'created_before', CASE WHEN filters ? 'created_before'
+                               THEN dm_private.recall_timestamp(filters -> 'created_before', 'filters.created_before') END,
+        'known_evidence_ids', CASE WHEN req ? 'known_evidence_ids'
+                                   THEN pg_catalog.to_jsonb(dm_private.recall_uuid_list(req, 'known_evidence_ids', 200))
+                                   ELSE '[]'::jsonb END,
+        'known_relationship_ids', CASE WHEN req ? 'known_relationship_ids'
+                                       THEN pg_catalog.to_jsonb(dm_private.recall_uuid_list(req, 'known_relationship_ids', 200))
+                                       ELSE '[]'::jsonb END,
+        'expand_from_entity_ids', CASE WHEN req ? 'expand_from_entity_ids'
+                                       THEN pg_catalog.to_jsonb(dm_private.recall_uuid_list(req, 'expand_from_entity_ids', 50))
+                                       ELSE '[]'::jsonb END,
         'include_hypotheses', COALESCE((req ->> 'include_hypotheses')::boolean, false),
-        'anchors', COALESCE(pg_catalog.to_jsonb(dm_private.recall_text_list(req -> 'anchors', 'anchors', 20)), '[]'::jsonb),
-        'phrases', COALESCE(pg_catalog.to_jsonb(dm_private.recall_text_list(req -> 'phrases', 'phrases', 20)), '[]'::jsonb),
+        'anchors', CASE WHEN req ? 'anchors'
+                        THEN COALESCE(pg_catalog.to_jsonb(dm_private.recall_text_list(req -> 'anchors', 'anchors', 20)), '[]'::jsonb)
+                        ELSE '[]'::jsonb END,
+        'phrases', CASE WHEN req ? 'phrases'
+                        THEN COALESCE(pg_catalog.to_jsonb(dm_private.recall_text_list(req -> 'phrases', 'phrases', 20)), '[]'::jsonb)
+                        ELSE '[]'::jsonb END,
         'window_from', window_from,
         'window_to', window_to,
         'has_window', req ? 'time_window' AND req -> 'time_window' <> 'null'::jsonb,

@@ -15,8 +15,15 @@
 --
 -- Pure function of its input: a DBA can call it on hand-made hits (of the
 -- branches fulltext, vector and exact; any other branch name is 22023).
-CREATE OR REPLACE FUNCTION dm_private.recall_fuse(hits dm_private.recall_branch_hit [], settings jsonb)
-RETURNS SETOF dm_private.recall_fused
+-- The fusion itself, as an array: what recall_run calls (an expression, no
+-- statement around it) and what dm_private.recall_fuse returns as rows. One
+-- statement: the unknown-branch check is an aggregate of the same grouping
+-- (raised after it, before any row is returned), the fused rows are
+-- aggregated in fusion order. Returning a set cost recall_run a tuplestore,
+-- a whole-row value per candidate and an ARRAY(SELECT ...) to pack them
+-- again, and the check a second pass over the hits.
+CREATE OR REPLACE FUNCTION dm_private.recall_fuse_array(hits dm_private.recall_branch_hit [], settings jsonb)
+RETURNS dm_private.recall_fused []
 LANGUAGE plpgsql
 IMMUTABLE
 PARALLEL SAFE
@@ -32,32 +39,41 @@ DECLARE
     w_fulltext constant double precision := COALESCE((weights ->> 'fulltext')::double precision, 1.0);
     w_vector constant double precision := COALESCE((weights ->> 'vector')::double precision, 1.0);
     w_exact constant double precision := COALESCE((weights ->> 'exact')::double precision, 1.0);
-    priority constant text [] := ARRAY(
-        SELECT pg_catalog.jsonb_array_elements_text(
-            CASE WHEN pg_catalog.jsonb_typeof(settings #> '{fusion,branch_priority}') = 'array'
-                 THEN settings #> '{fusion,branch_priority}' ELSE '[]'::jsonb END));
-    p_fulltext constant bigint := COALESCE(pg_catalog.array_position(priority, 'fulltext'), 1000);
-    p_vector constant bigint := COALESCE(pg_catalog.array_position(priority, 'vector'), 1000);
-    p_exact constant bigint := COALESCE(pg_catalog.array_position(priority, 'exact'), 1000);
+    p_fulltext bigint := 1000;
+    p_vector bigint := 1000;
+    p_exact bigint := 1000;
+    priority text [];
+    fused dm_private.recall_fused [];
+    unknown_branch boolean;
 BEGIN
-    -- The branches are the three recall runs; a hit of any other branch is
-    -- refused rather than weighted by a guess.
-    IF EXISTS (SELECT 1 FROM pg_catalog.unnest(hits) AS h
-               WHERE h.evidence_id IS NOT NULL AND h.branch IS DISTINCT FROM 'fulltext'
-                 AND h.branch IS DISTINCT FROM 'vector' AND h.branch IS DISTINCT FROM 'exact') THEN
-        RAISE EXCEPTION 'a branch hit names a branch fusion does not know'
-            USING ERRCODE = '22023', HINT = 'branches are fulltext, vector and exact';
+    -- the priority list only matters (and is read, a statement) for the
+    -- priority method; the rrf order never looks at priority_key
+    IF by_priority THEN
+        priority := ARRAY(
+            SELECT pg_catalog.jsonb_array_elements_text(
+                CASE WHEN pg_catalog.jsonb_typeof(settings #> '{fusion,branch_priority}') = 'array'
+                     THEN settings #> '{fusion,branch_priority}' ELSE '[]'::jsonb END));
+        p_fulltext := COALESCE(pg_catalog.array_position(priority, 'fulltext'), 1000);
+        p_vector := COALESCE(pg_catalog.array_position(priority, 'vector'), 1000);
+        p_exact := COALESCE(pg_catalog.array_position(priority, 'exact'), 1000);
     END IF;
-    -- plpgsql rather than sql: the statement's plan is cached per session.
     -- One grouping by evidence: a branch's best rank is the min over its
     -- hits (a repeated hit counts once), and the RRF sum adds the three
-    -- branches' terms in a fixed order.
-    RETURN QUERY
+    -- branches' terms in a fixed order. relevance is min-max over the kept
+    -- candidates (position <= cap). In RRF order the score never rises
+    -- along the order, so the worst kept score is the score at position
+    -- cap (nth_value), or the last one's (min) when fewer are kept: one
+    -- window over the whole ordered set gives the position (row_number
+    -- ignores the frame), count, best and worst: one pass over the rows,
+    -- where three windows (the position, the totals, a min filtered by
+    -- position) made three. Branch priority does not read best or worst.
     WITH per_evidence AS (
         SELECT h.evidence_id, pg_catalog.any_value(h.document_id) AS document_id,
                pg_catalog.min(h.branch_rank) FILTER (WHERE h.branch = 'fulltext') AS fulltext_rank,
                pg_catalog.min(h.branch_rank) FILTER (WHERE h.branch = 'vector') AS vector_rank,
-               pg_catalog.min(h.branch_rank) FILTER (WHERE h.branch = 'exact') AS exact_rank
+               pg_catalog.min(h.branch_rank) FILTER (WHERE h.branch = 'exact') AS exact_rank,
+               pg_catalog.bool_or(h.branch IS DISTINCT FROM 'fulltext' AND h.branch IS DISTINCT FROM 'vector'
+                                  AND h.branch IS DISTINCT FROM 'exact') AS unknown_branch
         FROM pg_catalog.unnest(hits) AS h
         WHERE h.evidence_id IS NOT NULL
         GROUP BY h.evidence_id
@@ -72,26 +88,51 @@ BEGIN
     ),
     ordered AS (
         SELECT e.*,
-               pg_catalog.row_number() OVER (
-                   ORDER BY CASE WHEN by_priority THEN e.priority_key::double precision ELSE -e.rrf END,
-                            e.evidence_id) AS position,
-               pg_catalog.count(*) OVER () AS total,
-               pg_catalog.max(e.rrf) OVER () AS best_rrf
+               pg_catalog.row_number() OVER whole AS position,
+               pg_catalog.count(*) OVER whole AS total,
+               pg_catalog.max(e.rrf) OVER whole AS best_rrf,
+               COALESCE(pg_catalog.nth_value(e.rrf, GREATEST(cap, 1)) OVER whole, pg_catalog.min(e.rrf) OVER whole) AS worst_rrf
         FROM scored AS e
-    ),
-    kept AS (
-        SELECT o.*, pg_catalog.min(o.rrf) OVER () AS worst_rrf
-        FROM ordered AS o
-        WHERE o.position <= cap
+        WINDOW whole AS (ORDER BY CASE WHEN by_priority THEN e.priority_key::double precision ELSE -e.rrf END, e.evidence_id
+                         ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)
     )
-    SELECT o.document_id, o.evidence_id,
-           CASE WHEN by_priority THEN (o.total - o.position + 1)::double precision / o.total ELSE o.rrf END,
-           CASE WHEN by_priority THEN (o.total - o.position + 1)::double precision / o.total
-                WHEN o.best_rrf = o.worst_rrf THEN 1.0
-                ELSE (o.rrf - o.worst_rrf) / (o.best_rrf - o.worst_rrf) END,
-           o.fulltext_rank::integer, o.vector_rank::integer, o.exact_rank::integer, o.position::integer
-    FROM kept AS o
-    ORDER BY o.position;
+    SELECT pg_catalog.array_agg(ROW(
+               o.document_id, o.evidence_id,
+               CASE WHEN by_priority THEN (o.total - o.position + 1)::double precision / o.total ELSE o.rrf END,
+               CASE WHEN by_priority THEN (o.total - o.position + 1)::double precision / o.total
+                    WHEN o.best_rrf = o.worst_rrf THEN 1.0
+                    ELSE (o.rrf - o.worst_rrf) / (o.best_rrf - o.worst_rrf) END,
+               o.fulltext_rank::integer, o.vector_rank::integer, o.exact_rank::integer, o.position::integer
+           )::dm_private.recall_fused ORDER BY o.position) FILTER (WHERE o.position <= cap),
+           pg_catalog.bool_or(o.unknown_branch)
+    INTO fused, unknown_branch
+    FROM ordered AS o;
+    -- The branches are the three recall runs; a hit of any other branch is
+    -- refused rather than weighted by a guess.
+    IF unknown_branch THEN
+        RAISE EXCEPTION 'a branch hit names a branch fusion does not know'
+            USING ERRCODE = '22023', HINT = 'branches are fulltext, vector and exact';
+    END IF;
+    RETURN COALESCE(fused, '{}');
+END
+$$;
+COMMENT ON FUNCTION dm_private.recall_fuse_array(dm_private.recall_branch_hit [], jsonb) IS
+'Fusion as an array in fusion order (what recall_run calls; dm_private.recall_fuse returns the same rows as a set): RRF or branch priority by (branch, evidence_id), top candidates.fused, relevance min-max over the kept ones. 22023 for a hit of an unknown branch.';
+REVOKE ALL ON FUNCTION dm_private.recall_fuse_array(dm_private.recall_branch_hit [], jsonb) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION dm_private.recall_fuse_array(dm_private.recall_branch_hit [], jsonb)
+TO densemem_app, densemem_analyst, densemem_operator;
+
+CREATE OR REPLACE FUNCTION dm_private.recall_fuse(hits dm_private.recall_branch_hit [], settings jsonb)
+RETURNS SETOF dm_private.recall_fused
+LANGUAGE plpgsql
+IMMUTABLE
+PARALLEL SAFE
+SET search_path = ''
+AS $$
+BEGIN
+    -- the rows of recall_fuse_array (one definition of fusion), in fusion order
+    RETURN QUERY
+    SELECT f.* FROM pg_catalog.unnest(dm_private.recall_fuse_array(hits, settings)) AS f;
 END
 $$;
 COMMENT ON FUNCTION dm_private.recall_fuse(dm_private.recall_branch_hit [], jsonb) IS

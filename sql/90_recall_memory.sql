@@ -149,6 +149,11 @@ DECLARE
     mmr_rows jsonb;
     contexts jsonb := '{}';
     pass_contexts jsonb;
+    chunk_items jsonb [];
+    kept_items jsonb [] := '{}';
+    hydrate_ids uuid [];
+    hydrated integer;
+    pass_used integer;
     sizes integer [];
     kept uuid [] := '{}';
     pass_kept uuid [];
@@ -202,8 +207,12 @@ BEGIN
     ELSE
         required_branches := ARRAY(SELECT pg_catalog.jsonb_array_elements_text(COALESCE(settings -> 'required_branches', '["fulltext"]')));
     END IF;
-    mark := pg_catalog.clock_timestamp();
-    timings := timings || pg_catalog.jsonb_build_object('request_ms', EXTRACT(EPOCH FROM mark - started) * 1000);
+    -- stage timings are read only by explain: a recall does not keep them
+    -- (a clock read and a jsonb concatenation per stage)
+    IF with_explain THEN
+        mark := pg_catalog.clock_timestamp();
+        timings := timings || pg_catalog.jsonb_build_object('request_ms', EXTRACT(EPOCH FROM mark - started) * 1000);
+    END IF;
 
     -- query understanding (optional stage)
     BEGIN
@@ -213,8 +222,9 @@ BEGIN
         degraded := degraded || 'parse'::text;
     END;
     req := dm_private.recall_merge_parse(req, request, parsed);
-    timings := timings || pg_catalog.jsonb_build_object('parse_ms', EXTRACT(EPOCH FROM pg_catalog.clock_timestamp() - mark) * 1000);
-    mark := pg_catalog.clock_timestamp();
+    IF with_explain THEN
+        timings := timings || pg_catalog.jsonb_build_object('parse_ms', EXTRACT(EPOCH FROM pg_catalog.clock_timestamp() - mark) * 1000);
+    END IF;
 
     -- Retrieval, ranking, hydration and budget. Pass 1 runs the request as
     -- normalised. A time window that came from the parse of the query (not
@@ -257,7 +267,9 @@ BEGIN
             pass_want := want - pg_catalog.cardinality(kept);
             window_fallback := true;
         END IF;
-        mark := pg_catalog.clock_timestamp();
+        IF with_explain THEN
+            mark := pg_catalog.clock_timestamp();
+        END IF;
 
         -- full-text branch: required by default, so its errors propagate
         IF pass = 1 AND window_empty THEN
@@ -281,7 +293,7 @@ BEGIN
         ELSE
             exact_hits := '{}';
         END IF;
-        IF pass = 1 THEN
+        IF with_explain AND pass = 1 THEN
             timings := timings || pg_catalog.jsonb_build_object('fulltext_ms', EXTRACT(EPOCH FROM pg_catalog.clock_timestamp() - mark) * 1000);
             mark := pg_catalog.clock_timestamp();
         END IF;
@@ -317,14 +329,15 @@ BEGIN
                 IF NOT 'vector' = ANY (degraded) THEN degraded := degraded || 'vector'::text; END IF;
             END;
         END IF;
-        IF pass = 1 THEN
+        IF with_explain AND pass = 1 THEN
             timings := timings || pg_catalog.jsonb_build_object('vector_ms', EXTRACT(EPOCH FROM pg_catalog.clock_timestamp() - mark) * 1000);
             mark := pg_catalog.clock_timestamp();
         END IF;
 
         -- fusion
-        fused := ARRAY(SELECT f FROM dm_private.recall_fuse(fulltext_hits || exact_hits || vector_hits, settings) AS f);
-        IF pass = 1 THEN
+        -- (the array form: an expression, no set to pack again)
+        fused := dm_private.recall_fuse_array(fulltext_hits || exact_hits || vector_hits, settings);
+        IF with_explain AND pass = 1 THEN
             timings := timings || pg_catalog.jsonb_build_object('fusion_ms', EXTRACT(EPOCH FROM pg_catalog.clock_timestamp() - mark) * 1000);
             mark := pg_catalog.clock_timestamp();
         END IF;
@@ -363,34 +376,75 @@ BEGIN
         SELECT r.ordered_ids, r.scored, r.mmr_rows
         INTO ordered_ids, scored, mmr_rows
         FROM dm_private.recall_rank(team, query, fused, pass_req, settings, hops, true, pass_want, with_explain) AS r;
-        IF pass = 1 THEN
+        IF with_explain AND pass = 1 THEN
             timings := timings || pg_catalog.jsonb_build_object('rerank_ms', EXTRACT(EPOCH FROM pg_catalog.clock_timestamp() - mark) * 1000);
             mark := pg_catalog.clock_timestamp();
         END IF;
         ordered_ids := COALESCE(ordered_ids, '{}');
-        IF pass = 1 THEN
+        IF with_explain AND pass = 1 THEN
             timings := timings || pg_catalog.jsonb_build_object('mmr_ms', EXTRACT(EPOCH FROM pg_catalog.clock_timestamp() - mark) * 1000);
             mark := pg_catalog.clock_timestamp();
         END IF;
 
-        -- hydration under RLS (one bounded read), then the byte budget: one
-        -- statement builds the contexts in MMR order and their byte sizes
-        SELECT COALESCE(pg_catalog.jsonb_object_agg(h.evidence_id::text, pg_catalog.jsonb_build_object(
-                   'evidence_id', h.evidence_id, 'context', h.context, 'source_id', h.source_id,
-                   'source_external_id', h.source_external_id)) FILTER (WHERE h.evidence_id IS NOT NULL), '{}'::jsonb),
-               pg_catalog.array_agg(pg_catalog.octet_length(h.context) ORDER BY o.ord)
-        INTO pass_contexts, sizes
-        FROM pg_catalog.unnest(ordered_ids) WITH ORDINALITY AS o (id, ord)
-        LEFT JOIN dm_private.recall_hydrate(team, ordered_ids, pass_req) AS h ON h.evidence_id = o.id;
-        pass_kept := dm_private.recall_budget(ordered_ids, sizes, pass_want, pass_bytes);
-        -- what is left of the byte budget matters only to pass 2, which runs
-        -- only after a parsed window's pass 1
-        IF pass = 1 AND COALESCE((req ->> 'window_is_parsed')::boolean, false) THEN
-            pass_bytes := pass_bytes - COALESCE((SELECT pg_catalog.sum(pg_catalog.octet_length(pass_contexts #>> ARRAY[k.id::text, 'context']))
-                                                 FROM pg_catalog.unnest(pass_kept) AS k (id)), 0)::integer;
+        -- hydration under RLS (one bounded read), then the byte budget.
+        IF with_explain THEN
+            -- Explain hydrates the whole ordered list at once (it reports
+            -- every candidate hydration dropped): one statement builds the
+            -- contexts and their byte sizes in MMR order, recall_budget walks them.
+            SELECT COALESCE(pg_catalog.jsonb_object_agg(h.evidence_id::text, pg_catalog.jsonb_build_object(
+                       'evidence_id', h.evidence_id, 'context', h.context, 'source_id', h.source_id,
+                       'source_external_id', h.source_external_id)) FILTER (WHERE h.evidence_id IS NOT NULL), '{}'::jsonb),
+                   pg_catalog.array_agg(pg_catalog.octet_length(h.context) ORDER BY o.ord)
+            INTO pass_contexts, sizes
+            FROM pg_catalog.unnest(ordered_ids) WITH ORDINALITY AS o (id, ord)
+            LEFT JOIN dm_private.recall_hydrate(team, ordered_ids, pass_req) AS h ON h.evidence_id = o.id;
+            pass_kept := dm_private.recall_budget(ordered_ids, sizes, pass_want, pass_bytes);
+            -- what is left of the byte budget matters only to pass 2, which
+            -- runs only after a parsed window's pass 1
+            IF pass = 1 AND COALESCE((req ->> 'window_is_parsed')::boolean, false) THEN
+                pass_bytes := pass_bytes - COALESCE((SELECT pg_catalog.sum(pg_catalog.octet_length(pass_contexts #>> ARRAY[k.id::text, 'context']))
+                                                     FROM pg_catalog.unnest(pass_kept) AS k (id)), 0)::integer;
+            END IF;
+            contexts := contexts || pass_contexts;
+        ELSE
+            -- A recall reads the first `want` candidates, and the rest of the
+            -- ordered list (up to hydration's 200) only when those did not
+            -- fill `want` (one dropped by hydration, or one that did not
+            -- fit). The result objects come back as an array in MMR order
+            -- (NULL where hydration dropped the row), and the budget walk
+            -- (recall_budget's, written out: keep in order while the text
+            -- fits, stop at `want`) goes on where the first read stopped, so
+            -- it keeps what one walk over the whole list keeps; the answer is
+            -- the array of kept objects, with no statement to look them up.
+            pass_kept := '{}';
+            pass_used := 0;
+            hydrated := 0;
+            LOOP
+                hydrate_ids := CASE WHEN hydrated = 0 THEN ordered_ids[1:pass_want]
+                                    ELSE ordered_ids[hydrated + 1:200] END;
+                SELECT pg_catalog.array_agg(CASE WHEN h.evidence_id IS NOT NULL THEN pg_catalog.jsonb_build_object(
+                           'evidence_id', h.evidence_id, 'context', h.context, 'source_id', h.source_id,
+                           'source_external_id', h.source_external_id) END ORDER BY o.ord),
+                       pg_catalog.array_agg(pg_catalog.octet_length(h.context) ORDER BY o.ord)
+                INTO chunk_items, sizes
+                FROM pg_catalog.unnest(hydrate_ids) WITH ORDINALITY AS o (id, ord)
+                LEFT JOIN dm_private.recall_hydrate(team, hydrate_ids, pass_req) AS h ON h.evidence_id = o.id;
+                FOR i IN 1..COALESCE(pg_catalog.cardinality(hydrate_ids), 0) LOOP
+                    EXIT WHEN pg_catalog.cardinality(pass_kept) >= pass_want;
+                    CONTINUE WHEN sizes[i] IS NULL OR pass_used + sizes[i] > pass_bytes;
+                    pass_kept := pass_kept || hydrate_ids[i];
+                    kept_items := kept_items || chunk_items[i];
+                    pass_used := pass_used + sizes[i];
+                END LOOP;
+                hydrated := hydrated + COALESCE(pg_catalog.cardinality(hydrate_ids), 0);
+                EXIT WHEN pg_catalog.cardinality(pass_kept) >= pass_want
+                          OR hydrated >= LEAST(pg_catalog.cardinality(ordered_ids), 200);
+            END LOOP;
+            IF pass = 1 THEN
+                pass_bytes := pass_bytes - pass_used;
+            END IF;
         END IF;
         kept := kept || pass_kept;
-        contexts := contexts || pass_contexts;
         -- what only explain shows (branch hits as JSON, fused and scored
         -- candidates) is kept only when explaining: converting and copying
         -- them cost every recall a few hundred composite values
@@ -407,15 +461,23 @@ BEGIN
                                                  WHERE s.evidence_id = ANY (pass_kept));
             END IF;
         END IF;
-        IF pass = 1 THEN
+        IF NOT with_explain THEN
+            NULL;
+        ELSIF pass = 1 THEN
             timings := timings || pg_catalog.jsonb_build_object('hydrate_budget_ms', EXTRACT(EPOCH FROM pg_catalog.clock_timestamp() - mark) * 1000);
         ELSE
             timings := timings || pg_catalog.jsonb_build_object('window_fallback_ms', EXTRACT(EPOCH FROM pg_catalog.clock_timestamp() - mark) * 1000);
         END IF;
     END LOOP;
-    results := COALESCE((SELECT pg_catalog.jsonb_agg(contexts -> k.id::text ORDER BY k.ord)
-                         FROM pg_catalog.unnest(kept) WITH ORDINALITY AS k (id, ord)), '[]'::jsonb);
-    mark := pg_catalog.clock_timestamp();
+    IF with_explain THEN
+        results := COALESCE((SELECT pg_catalog.jsonb_agg(contexts -> k.id::text ORDER BY k.ord)
+                             FROM pg_catalog.unnest(kept) WITH ORDINALITY AS k (id, ord)), '[]'::jsonb);
+    ELSE
+        results := pg_catalog.to_jsonb(kept_items);
+    END IF;
+    IF with_explain THEN
+        mark := pg_catalog.clock_timestamp();
+    END IF;
 
     -- discovery paths (optional stage, after the direct results are chosen)
     IF pg_catalog.to_regprocedure('dm_private.discovery_for_recall(uuid,text,jsonb,uuid[],jsonb,jsonb)') IS NOT NULL THEN
@@ -433,7 +495,9 @@ BEGIN
             degraded := degraded || 'discovery'::text;
         END;
     END IF;
-    timings := timings || pg_catalog.jsonb_build_object('discovery_ms', EXTRACT(EPOCH FROM pg_catalog.clock_timestamp() - mark) * 1000);
+    IF with_explain THEN
+        timings := timings || pg_catalog.jsonb_build_object('discovery_ms', EXTRACT(EPOCH FROM pg_catalog.clock_timestamp() - mark) * 1000);
+    END IF;
 
     answer := pg_catalog.jsonb_build_object(
         'results', results,
