@@ -599,14 +599,17 @@ BEGIN
             CONTINUE WHEN toks[idx] NOT IN ('when', 'what', 'which', 'how');
             w := toks[idx];
             IF w = 'when' THEN
-                temporal := idx = 1
+                -- COALESCE: past the last word toks[idx + 1] is NULL, and
+                -- the flag must stay a boolean ("Really? when")
+                temporal := COALESCE(idx = 1
                     OR toks[idx - 1] IN ('and', 'but', 'so', 'since')
                     OR toks[idx + 1] IN ('did', 'do', 'does', 'was', 'were', 'is', 'are', 'will', 'has', 'have', 'had',
-                                         'would', 'could', 'should', 'can');
+                                         'would', 'could', 'should', 'can'), false);
             ELSIF w IN ('what', 'which') THEN
-                temporal := toks[idx + 1] IN ('year', 'month', 'day', 'date', 'time', 'week', 'season');
+                temporal := COALESCE(toks[idx + 1] IN ('year', 'month', 'day', 'date', 'time', 'week', 'season'), false);
             ELSIF w = 'how' THEN
-                temporal := toks[idx + 1] = 'long' AND toks[idx + 2] IN ('ago', 'has', 'have', 'had', 'did', 'was', 'were');
+                temporal := COALESCE(toks[idx + 1] = 'long'
+                                     AND toks[idx + 2] IN ('ago', 'has', 'have', 'had', 'did', 'was', 'were'), false);
             END IF;
             EXIT WHEN temporal;
         END LOOP;

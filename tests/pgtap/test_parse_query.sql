@@ -1,5 +1,5 @@
 BEGIN;
-SELECT plan(27);
+SELECT plan(30);
 
 -- ---------------------------------------------------------------- definitions
 
@@ -58,6 +58,14 @@ SELECT is(dm_private.parse_query_text('What did Melanie do last weekend?', '2024
     '{"from": "2024-03-09T00:00:00+00:00", "to": "2024-03-11T00:00:00+00:00"}'::jsonb, 'last weekend');
 SELECT is(dm_private.parse_query_text('When did Caroline go to the support group?', now()) #> '{time,temporal_question}',
     'true'::jsonb, 'a temporal question');
+-- The word after "when", "what" or "how" may be past the end of the query:
+-- the flag is still a boolean, never null.
+SELECT is(dm_private.parse_query_text('Really? when', now()) #> '{time,temporal_question}',
+    'true'::jsonb, 'a clause-opening "when" as the last word');
+SELECT is(dm_private.parse_query_text('tell me when', now()) #> '{time,temporal_question}',
+    'false'::jsonb, 'a trailing "when" that opens no clause is not a temporal question, and not null');
+SELECT is(dm_private.parse_query_text('the year was what', now()) #> '{time,temporal_question}',
+    'false'::jsonb, 'a trailing "what" leaves the flag false, not null');
 SELECT is(dm_private.parse_query_text('What is her current job?', now()) #>> '{time,intent}', 'latest', 'recency intent');
 SELECT is(dm_private.parse_query_text('Where did he originally live?', now()) #>> '{time,intent}', 'earliest',
     'oldest intent');
