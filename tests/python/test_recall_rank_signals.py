@@ -59,7 +59,8 @@ JOIN dm_private.search_documents AS d
 
 SCORED = """
 SELECT s.evidence_id, s.temporal::text AS temporal, s.score::text AS score
-FROM pg_catalog.unnest((dm_private.recall_rank(%(team)s, 'rotate cache', %(fused)s::dm_private.recall_fused [],
+FROM pg_catalog.unnest((dm_private.recall_rank(%(team)s, 'rotate cache',
+                        %(fused)s::dm_private.recall_fused [],
                         %(req)s, %(settings)s, '{}', %(context)s, NULL, true)).scored) AS s
 """
 
@@ -79,7 +80,8 @@ WHERE d.team_id = %(team)s AND d.subject_kind = 'evidence' AND d.subject_id = AN
 LIFTED = """
 SELECT l.evidence_id, l.score::text AS score
 FROM dm_private.recall_context_lift(%(team)s,
-         ARRAY(SELECT r FROM dm_private.recall_rerank(%(team)s, 'rotate cache', %(fused)s::dm_private.recall_fused [],
+         ARRAY(SELECT r FROM dm_private.recall_rerank(%(team)s, 'rotate cache',
+                                                      %(fused)s::dm_private.recall_fused [],
                                                       %(req)s, %(settings)s, '{}', false) AS r),
          %(settings)s) AS l
 """
