@@ -95,6 +95,10 @@ DECLARE
     clock timestamptz := COALESCE((req ->> 'now')::timestamptz, pg_catalog.now());
     anchors text [] := '{}';
     phrases text [] := '{}';
+    -- the phrases and the all-terms query the scoring statement evaluates:
+    -- none when their signal is only weighted by 0 and not shown (below)
+    scan_phrases text [] := '{}';
+    exact_q tsquery;
     intent text := req ->> 'temporal_intent';
     snapshot bigint := (req ->> 'usage_snapshot_id')::bigint;
     w_rel double precision := COALESCE((settings #>> '{weights,relevance}')::double precision, 0.55);
@@ -163,6 +167,9 @@ DECLARE
     previous integer := NULL;
     previous_offset integer;
     best_value double precision;
+    cand integer [];
+    rel double precision [];
+    keep double precision;
 BEGIN
     ordered_ids := '{}';
     IF with_rows THEN
@@ -187,6 +194,17 @@ BEGIN
     IF all_q IS NULL THEN mix_exact := 0; END IF;
     IF mix_content < 0 THEN mix_content := 0; END IF;
     IF mix_fusion + mix_phrase + mix_exact + mix_content <= 0 THEN mix_fusion := 1; END IF;
+    -- a signal weighted by 0 in the relevance mix adds 0 * signal = 0 (+0,
+    -- or -0 for a weight of -0, whatever the signal in [0, 1]) to the
+    -- relevance: without explain (which shows it) it is not computed (the
+    -- tsvector match and the phrase scan of each text were about a tenth of
+    -- a ranking call; the default profile weighs neither)
+    IF with_rows OR mix_phrase <> 0 THEN
+        scan_phrases := phrases;
+    END IF;
+    IF with_rows OR mix_exact <> 0 THEN
+        exact_q := all_q;
+    END IF;
     IF with_context THEN
         -- as recall_run gated sql/52: the stage runs only for a weight above
         -- 0, and refuses one above 1
@@ -242,11 +260,11 @@ BEGIN
                            WHEN 'organizational' THEN hl_organizational
                            ELSE (half_lives ->> x.memory_type::text)::double precision
                        END AS half_life,
-                       CASE WHEN pg_catalog.cardinality(phrases) = 0 THEN 0 ELSE
-                           (SELECT pg_catalog.count(*) FROM pg_catalog.unnest(phrases) AS p (phrase)
+                       CASE WHEN pg_catalog.cardinality(scan_phrases) = 0 THEN 0 ELSE
+                           (SELECT pg_catalog.count(*) FROM pg_catalog.unnest(scan_phrases) AS p (phrase)
                             WHERE pg_catalog.strpos(pg_catalog.lower(x.body), p.phrase) > 0)::double precision
-                           / pg_catalog.cardinality(phrases) END AS phrase,
-                       CASE WHEN all_q IS NOT NULL AND x.search_vector @@ all_q THEN 1 ELSE 0 END AS exact_terms,
+                           / pg_catalog.cardinality(scan_phrases) END AS phrase,
+                       CASE WHEN exact_q IS NOT NULL AND x.search_vector @@ exact_q THEN 1 ELSE 0 END AS exact_terms,
                        CASE WHEN mix_content > 0
                             THEN LEAST(1.0, pg_catalog.length(x.search_vector) / content_pivot) ELSE 0 END AS content,
                        pg_catalog.octet_length(x.body) AS body_bytes,
@@ -254,7 +272,10 @@ BEGIN
                        CASE WHEN with_rows THEN pg_catalog.md5(x.body) END AS body_key
                 FROM pg_catalog.unnest(fused) AS f
                 JOIN dm_private.search_documents AS x
-                  ON x.team_id = team AND x.document_id = f.document_id AND x.subject_id = f.evidence_id
+                  -- by the primary key (team_id, document_id): two uuids compared per
+                  -- index tuple instead of the subject key's uuid, enum and uuid (the
+                  -- subject test, IS TRUE, is a filter: not an index condition)
+                  ON x.team_id = team AND x.document_id = f.document_id AND (x.subject_id = f.evidence_id) IS TRUE
                 WHERE x.subject_kind = 'evidence'
                   AND x.policy_labels <@ scopes
                   AND (pg_catalog.cardinality(anchors) = 0 OR dm_private.recall_has_anchors(x.body, anchors))
@@ -327,21 +348,32 @@ BEGIN
             lifted AS (
                 -- sql/52's lift: the best relevance among the other candidates of
                 -- the same source group written within `radius` sequence numbers
-                -- (a window frame, not a self-join). The partitions are compared
-                -- byte-wise (COLLATE "C"): the same groups as the database
-                -- collation's equality (deterministic), without locale-aware
-                -- comparisons in the sort; the order of partitions changes nothing.
+                -- (a window frame, not a self-join). Only candidates with a source
+                -- group and a sequence number can be lifted or lift another, so only
+                -- they go through the window's sort and frames; the others get the
+                -- lift of an empty frame (NULL: + weight * 0) without them (bench
+                -- documents have no source group: the window was a tenth of a
+                -- ranking call for nothing). The partitions are compared byte-wise
+                -- (COLLATE "C"): the same groups as the database collation's equality
+                -- (deterministic), without locale-aware comparisons in the sort; the
+                -- order of partitions changes nothing.
+                SELECT s.*,
+                       CASE WHEN lift_weight > 0 THEN
+                           s.score + lift_weight * COALESCE(GREATEST(NULL::double precision, 0), 0)
+                       ELSE s.score END AS final_score
+                FROM scored_rows AS s
+                WHERE s.source_group IS NULL OR s.sequence_number IS NULL
+                UNION ALL
                 SELECT s.*,
                        CASE WHEN lift_weight > 0 THEN
                            s.score + lift_weight * COALESCE(GREATEST(
-                               CASE WHEN s.source_group IS NOT NULL AND s.sequence_number IS NOT NULL THEN
-                                   pg_catalog.max(s.relevance) OVER (
-                                       PARTITION BY s.source_group COLLATE "C", s.sequence_number IS NULL
-                                       ORDER BY s.sequence_number
-                                       RANGE BETWEEN radius PRECEDING AND radius FOLLOWING EXCLUDE CURRENT ROW)
-                               END, 0), 0)
+                               pg_catalog.max(s.relevance) OVER (
+                                   PARTITION BY s.source_group COLLATE "C"
+                                   ORDER BY s.sequence_number
+                                   RANGE BETWEEN radius PRECEDING AND radius FOLLOWING EXCLUDE CURRENT ROW), 0), 0)
                        ELSE s.score END AS final_score
                 FROM scored_rows AS s
+                WHERE s.source_group IS NOT NULL AND s.sequence_number IS NOT NULL
             )
             SELECT pg_catalog.array_agg(o.evidence_id), pg_catalog.array_agg(o.document_id),
                    pg_catalog.array_agg(o.final_score::double precision), pg_catalog.array_agg(o.body_hash),
@@ -359,12 +391,12 @@ BEGIN
                 LIMIT CASE WHEN with_rows THEN NULL ELSE pool_n END
             ) AS o;
         ELSE
-            -- a temporal intent: the full statement's temporal CTE is a
-            -- window over the candidates' documents (one row per
-            -- candidate), so it is the same window over the candidates
-            -- here, in the signals; the full statement joins it back by a
-            -- nested loop that rescans the CTE per candidate (16.3 M
-            -- instructions per call against 7.2 M without an intent)
+            -- a temporal intent: the temporal signal is a window over the
+            -- candidates (one row per candidate), in the signals, as in the
+            -- full statement below (which until session 6 computed it in a
+            -- CTE over the documents and joined it back by a nested loop
+            -- that rescanned the CTE per candidate: 16.3 M instructions per
+            -- call against 7.2 M without an intent)
             WITH anchored AS (
                 -- the fused candidates joined with their documents by primary key
                 -- (team_id, document_id): without the temporal CTE nothing else
@@ -385,11 +417,11 @@ BEGIN
                            WHEN 'organizational' THEN hl_organizational
                            ELSE (half_lives ->> x.memory_type::text)::double precision
                        END AS half_life,
-                       CASE WHEN pg_catalog.cardinality(phrases) = 0 THEN 0 ELSE
-                           (SELECT pg_catalog.count(*) FROM pg_catalog.unnest(phrases) AS p (phrase)
+                       CASE WHEN pg_catalog.cardinality(scan_phrases) = 0 THEN 0 ELSE
+                           (SELECT pg_catalog.count(*) FROM pg_catalog.unnest(scan_phrases) AS p (phrase)
                             WHERE pg_catalog.strpos(pg_catalog.lower(x.body), p.phrase) > 0)::double precision
-                           / pg_catalog.cardinality(phrases) END AS phrase,
-                       CASE WHEN all_q IS NOT NULL AND x.search_vector @@ all_q THEN 1 ELSE 0 END AS exact_terms,
+                           / pg_catalog.cardinality(scan_phrases) END AS phrase,
+                       CASE WHEN exact_q IS NOT NULL AND x.search_vector @@ exact_q THEN 1 ELSE 0 END AS exact_terms,
                        CASE WHEN mix_content > 0
                             THEN LEAST(1.0, pg_catalog.length(x.search_vector) / content_pivot) ELSE 0 END AS content,
                        pg_catalog.octet_length(x.body) AS body_bytes,
@@ -397,7 +429,10 @@ BEGIN
                        CASE WHEN with_rows THEN pg_catalog.md5(x.body) END AS body_key
                 FROM pg_catalog.unnest(fused) AS f
                 JOIN dm_private.search_documents AS x
-                  ON x.team_id = team AND x.document_id = f.document_id AND x.subject_id = f.evidence_id
+                  -- by the primary key (team_id, document_id): two uuids compared per
+                  -- index tuple instead of the subject key's uuid, enum and uuid (the
+                  -- subject test, IS TRUE, is a filter: not an index condition)
+                  ON x.team_id = team AND x.document_id = f.document_id AND (x.subject_id = f.evidence_id) IS TRUE
                 WHERE x.subject_kind = 'evidence'
                   AND x.policy_labels <@ scopes
                   AND (pg_catalog.cardinality(anchors) = 0 OR dm_private.recall_has_anchors(x.body, anchors))
@@ -439,10 +474,14 @@ BEGIN
                        a.exact_terms,
                        COALESCE(CASE
                            WHEN a.source_created_at IS NULL THEN 0.0
-                           WHEN intent = 'latest' THEN
-                               pg_catalog.percent_rank() OVER (ORDER BY a.source_created_at ASC NULLS FIRST)
+                           -- one window for both intents: 'latest' orders by the first key
+                           -- (created_at ascending, the second all NULL: peers), any other
+                           -- by the second (descending): the ranks of the window each used to
+                           -- have, with one sort instead of two
                            ELSE
-                               pg_catalog.percent_rank() OVER (ORDER BY a.source_created_at DESC NULLS FIRST)
+                               pg_catalog.percent_rank() OVER (
+                                   ORDER BY CASE WHEN intent = 'latest' THEN a.source_created_at END ASC NULLS FIRST,
+                                            CASE WHEN intent = 'latest' THEN NULL ELSE a.source_created_at END DESC NULLS FIRST)
                        END::double precision, 0.0) AS temporal,
                        a.body_bytes,
                        a.body_hash,
@@ -476,21 +515,32 @@ BEGIN
             lifted AS (
                 -- sql/52's lift: the best relevance among the other candidates of
                 -- the same source group written within `radius` sequence numbers
-                -- (a window frame, not a self-join). The partitions are compared
-                -- byte-wise (COLLATE "C"): the same groups as the database
-                -- collation's equality (deterministic), without locale-aware
-                -- comparisons in the sort; the order of partitions changes nothing.
+                -- (a window frame, not a self-join). Only candidates with a source
+                -- group and a sequence number can be lifted or lift another, so only
+                -- they go through the window's sort and frames; the others get the
+                -- lift of an empty frame (NULL: + weight * 0) without them (bench
+                -- documents have no source group: the window was a tenth of a
+                -- ranking call for nothing). The partitions are compared byte-wise
+                -- (COLLATE "C"): the same groups as the database collation's equality
+                -- (deterministic), without locale-aware comparisons in the sort; the
+                -- order of partitions changes nothing.
+                SELECT s.*,
+                       CASE WHEN lift_weight > 0 THEN
+                           s.score + lift_weight * COALESCE(GREATEST(NULL::double precision, 0), 0)
+                       ELSE s.score END AS final_score
+                FROM scored_rows AS s
+                WHERE s.source_group IS NULL OR s.sequence_number IS NULL
+                UNION ALL
                 SELECT s.*,
                        CASE WHEN lift_weight > 0 THEN
                            s.score + lift_weight * COALESCE(GREATEST(
-                               CASE WHEN s.source_group IS NOT NULL AND s.sequence_number IS NOT NULL THEN
-                                   pg_catalog.max(s.relevance) OVER (
-                                       PARTITION BY s.source_group COLLATE "C", s.sequence_number IS NULL
-                                       ORDER BY s.sequence_number
-                                       RANGE BETWEEN radius PRECEDING AND radius FOLLOWING EXCLUDE CURRENT ROW)
-                               END, 0), 0)
+                               pg_catalog.max(s.relevance) OVER (
+                                   PARTITION BY s.source_group COLLATE "C"
+                                   ORDER BY s.sequence_number
+                                   RANGE BETWEEN radius PRECEDING AND radius FOLLOWING EXCLUDE CURRENT ROW), 0), 0)
                        ELSE s.score END AS final_score
                 FROM scored_rows AS s
+                WHERE s.source_group IS NOT NULL AND s.sequence_number IS NOT NULL
             )
             SELECT pg_catalog.array_agg(o.evidence_id), pg_catalog.array_agg(o.document_id),
                    pg_catalog.array_agg(o.final_score::double precision), pg_catalog.array_agg(o.body_hash),
@@ -517,11 +567,11 @@ BEGIN
             SELECT x.document_id, x.subject_id, x.memory_type, x.source_created_at,
                    x.sequence_number, x.source_group, x.importance, x.confidence,
                    x.document_version, x.source_version,
-                   CASE WHEN pg_catalog.cardinality(phrases) = 0 THEN 0 ELSE
-                       (SELECT pg_catalog.count(*) FROM pg_catalog.unnest(phrases) AS p (phrase)
+                   CASE WHEN pg_catalog.cardinality(scan_phrases) = 0 THEN 0 ELSE
+                       (SELECT pg_catalog.count(*) FROM pg_catalog.unnest(scan_phrases) AS p (phrase)
                         WHERE pg_catalog.strpos(pg_catalog.lower(x.body), p.phrase) > 0)::double precision
-                       / pg_catalog.cardinality(phrases) END AS phrase,
-                   CASE WHEN all_q IS NOT NULL AND x.search_vector @@ all_q THEN 1 ELSE 0 END AS exact_terms,
+                       / pg_catalog.cardinality(scan_phrases) END AS phrase,
+                   CASE WHEN exact_q IS NOT NULL AND x.search_vector @@ exact_q THEN 1 ELSE 0 END AS exact_terms,
                    CASE WHEN mix_content > 0
                         THEN LEAST(1.0, pg_catalog.length(x.search_vector) / content_pivot) ELSE 0 END AS content,
                    pg_catalog.octet_length(x.body) AS body_bytes,
@@ -576,24 +626,6 @@ BEGIN
               AND r.status = 'active' AND r.tier IN ('validated_claim', 'fact')
             GROUP BY re.evidence_id
         ),
-        temporal AS MATERIALIZED (
-            -- the share of candidates written before (latest) or after
-            -- (earliest) each one; read only when the request has an intent
-            -- (the WHERE is a one-time filter: no intent, no sort). Over the
-            -- candidates' documents (features: one row per fused candidate), so
-            -- that the join of the candidates with their documents is read once
-            -- and need not be materialized.
-            SELECT a.document_id, a.subject_id AS evidence_id,
-                   CASE
-                       WHEN a.source_created_at IS NULL THEN 0.0
-                       WHEN intent = 'latest' THEN
-                           pg_catalog.percent_rank() OVER (ORDER BY a.source_created_at ASC NULLS FIRST)
-                       ELSE
-                           pg_catalog.percent_rank() OVER (ORDER BY a.source_created_at DESC NULLS FIRST)
-                   END::double precision AS temporal
-            FROM features AS a
-            WHERE intent IS NOT NULL
-        ),
         signals AS (
             SELECT a.document_id, a.evidence_id, a.fulltext_rank, a.vector_rank, a.exact_rank, a.fusion_rank,
                    a.source_group, a.sequence_number, a.document_version, a.source_version,
@@ -629,14 +661,30 @@ BEGIN
                    COALESCE(s.strength, 0) AS support,
                    a.phrase,
                    a.exact_terms,
-                   COALESCE(t.temporal, 0.0) AS temporal,
+                   -- the share of candidates written before (latest) or after
+                   -- (earliest) each one, over the candidates (one row per
+                   -- fused candidate: the rows the temporal CTE over `features`
+                   -- had), as the statements above compute it. The CTE was
+                   -- joined back by a nested loop that rescanned it per
+                   -- candidate (16.3 M instructions per call with an intent,
+                   -- against 8.6 M for the statement above). Without an intent
+                   -- both keys are NULL (one pass over sorted input) and the
+                   -- signal is the CTE's missing row: COALESCE(NULL, 0.0).
+                   CASE WHEN intent IS NULL THEN COALESCE(NULL::double precision, 0.0)
+                   ELSE COALESCE(CASE
+                       WHEN a.source_created_at IS NULL THEN 0.0
+                       ELSE
+                           pg_catalog.percent_rank() OVER (
+                               ORDER BY CASE WHEN intent = 'latest' THEN a.source_created_at END ASC NULLS FIRST,
+                                        CASE WHEN intent = 'latest' OR intent IS NULL THEN NULL
+                                             ELSE a.source_created_at END DESC NULLS FIRST)
+                   END::double precision, 0.0) END AS temporal,
                    a.body_bytes,
                    a.body_hash,
                    a.body_key
             FROM anchored AS a
             LEFT JOIN usage AS u ON u.evidence_id = a.evidence_id
             LEFT JOIN support AS s ON s.evidence_id = a.evidence_id
-            LEFT JOIN temporal AS t ON t.document_id = a.document_id AND t.evidence_id = a.evidence_id
             -- OFFSET 0 keeps this a subquery of its own: pulled up, each
             -- signal's expression was copied to every place that reads it
             OFFSET 0
@@ -665,21 +713,32 @@ BEGIN
         lifted AS (
             -- sql/52's lift: the best relevance among the other candidates of
             -- the same source group written within `radius` sequence numbers
-            -- (a window frame, not a self-join). The partitions are compared
-            -- byte-wise (COLLATE "C"): the same groups as the database
-            -- collation's equality (deterministic), without locale-aware
-            -- comparisons in the sort; the order of partitions changes nothing.
+            -- (a window frame, not a self-join). Only candidates with a source
+            -- group and a sequence number can be lifted or lift another, so only
+            -- they go through the window's sort and frames; the others get the
+            -- lift of an empty frame (NULL: + weight * 0) without them (bench
+            -- documents have no source group: the window was a tenth of a
+            -- ranking call for nothing). The partitions are compared byte-wise
+            -- (COLLATE "C"): the same groups as the database collation's equality
+            -- (deterministic), without locale-aware comparisons in the sort; the
+            -- order of partitions changes nothing.
+            SELECT s.*,
+                   CASE WHEN lift_weight > 0 THEN
+                       s.score + lift_weight * COALESCE(GREATEST(NULL::double precision, 0), 0)
+                   ELSE s.score END AS final_score
+            FROM scored_rows AS s
+            WHERE s.source_group IS NULL OR s.sequence_number IS NULL
+            UNION ALL
             SELECT s.*,
                    CASE WHEN lift_weight > 0 THEN
                        s.score + lift_weight * COALESCE(GREATEST(
-                           CASE WHEN s.source_group IS NOT NULL AND s.sequence_number IS NOT NULL THEN
-                               pg_catalog.max(s.relevance) OVER (
-                                   PARTITION BY s.source_group COLLATE "C", s.sequence_number IS NULL
-                                   ORDER BY s.sequence_number
-                                   RANGE BETWEEN radius PRECEDING AND radius FOLLOWING EXCLUDE CURRENT ROW)
-                           END, 0), 0)
+                           pg_catalog.max(s.relevance) OVER (
+                               PARTITION BY s.source_group COLLATE "C"
+                               ORDER BY s.sequence_number
+                               RANGE BETWEEN radius PRECEDING AND radius FOLLOWING EXCLUDE CURRENT ROW), 0), 0)
                    ELSE s.score END AS final_score
             FROM scored_rows AS s
+            WHERE s.source_group IS NOT NULL AND s.sequence_number IS NOT NULL
         )
         SELECT pg_catalog.array_agg(o.evidence_id), pg_catalog.array_agg(o.document_id),
                pg_catalog.array_agg(o.final_score::double precision), pg_catalog.array_agg(o.body_hash),
@@ -782,6 +841,14 @@ BEGIN
         END LOOP;
     END IF;
 
+    -- the candidates still standing, in pool order (a pass visits only
+    -- these: no test per collapsed or picked row), and each one's relevance
+    -- term lambda * score / best_score, computed once with the operations of
+    -- recall_mmr's expression (the same value); keep is its 1 - lambda
+    cand := ARRAY(SELECT o.o FROM pg_catalog.generate_series(1, n) AS o (o) WHERE live[o.o] ORDER BY o.o);
+    rel := ARRAY(SELECT lambda * x.s / best_score FROM pg_catalog.unnest(scores[1:n]) WITH ORDINALITY AS x (s, o)
+                 ORDER BY x.o);
+    keep := 1 - lambda;
     -- greedy MMR: each pass first raises every remaining candidate's max_sim
     -- by its similarity to the previous pick, then scores it (live: neither
     -- collapsed nor picked)
@@ -791,27 +858,26 @@ BEGIN
     WHILE picked_count < LEAST(want, n) LOOP
         best := NULL;
         IF previous IS NULL THEN
-            FOR i IN 1..n LOOP
-                CONTINUE WHEN NOT live[i];
-                IF best IS NULL OR lambda * scores[i] / best_score - (1 - lambda) * max_sim[i] > best_value THEN
+            FOREACH i IN ARRAY cand LOOP
+                IF best IS NULL OR rel[i] - keep * max_sim[i] > best_value THEN
                     best := i;
-                    best_value := lambda * scores[i] / best_score - (1 - lambda) * max_sim[i];
+                    best_value := rel[i] - keep * max_sim[i];
                 END IF;
             END LOOP;
         ELSE
             previous_offset := (previous - 1) * (previous - 2) / 2;
-            FOR i IN 1..n LOOP
-                CONTINUE WHEN NOT live[i];
+            FOREACH i IN ARRAY cand LOOP
                 max_sim[i] := GREATEST(max_sim[i], sims[CASE WHEN i > previous THEN (i - 1) * (i - 2) / 2 + previous
                                                         ELSE previous_offset + i END]);
-                IF best IS NULL OR lambda * scores[i] / best_score - (1 - lambda) * max_sim[i] > best_value THEN
+                IF best IS NULL OR rel[i] - keep * max_sim[i] > best_value THEN
                     best := i;
-                    best_value := lambda * scores[i] / best_score - (1 - lambda) * max_sim[i];
+                    best_value := rel[i] - keep * max_sim[i];
                 END IF;
             END LOOP;
         END IF;
         EXIT WHEN best IS NULL;
         live[best] := false;
+        cand := pg_catalog.array_remove(cand, best);
         picked_count := picked_count + 1;
         ordered_ids := ordered_ids || ids[best];
         IF with_explain THEN
