@@ -202,6 +202,9 @@ DECLARE
     has_window boolean;
     window_from timestamptz;
     window_to timestamptz;
+    window_is_small boolean := false;
+    window_lower timestamptz;
+    window_upper timestamptz;
     scopes text [];
     source_groups text [];
     memory_types text [];
@@ -282,64 +285,86 @@ BEGIN
     window_to := (req ->> 'window_to')::timestamptz;
     scopes := dm_private.authenticated_scopes();
     IF path = 'exact' THEN
-        -- Static SQL (a cached plan; no literal is needed since no partial
-        -- index is involved). First the nearest 4 x cap by distance alone;
-        -- the same statement recall_vector_sql shows. Only when eligibility
-        -- left fewer than cap of them (a time window, filters, many known
-        -- ids), the eligible documents first and the distance of their
-        -- vectors only: the same rows in the same order as sorting every
-        -- vector of the team, without computing and sorting the distances
-        -- of documents the filters reject (a window that matches few turns
-        -- costs a few distances, not the team's).
-        WITH nearest AS MATERIALIZED (
-            SELECT e.document_id, e.document_version, e.source_version,
-                   e.embedding OPERATOR(public.<=>) q AS distance
-            FROM dm_private.document_embeddings AS e
-            WHERE e.team_id = team AND e.contract_id = chosen.contract_id
-            ORDER BY distance
-            LIMIT cap * 4),
-        scored AS (
-            SELECT d.document_id, d.subject_id, n.distance
-            FROM nearest AS n
-            JOIN dm_private.search_documents AS d ON d.team_id = team AND d.document_id = n.document_id
-            WHERE d.document_version = n.document_version
-              AND d.source_version = n.source_version
-              AND d.subject_kind = 'evidence'
-              AND d.is_recallable
-              AND d.owner_profile_id <> ALL (disabled)
-              AND (d.valid_from IS NULL OR d.valid_from <= valid_at)
-              AND (d.valid_to IS NULL OR d.valid_to > valid_at)
-              AND (d.known_from IS NULL OR d.known_from <= known_at)
-              AND (d.known_to IS NULL OR d.known_to > known_at)
-              AND d.policy_labels <@ scopes
-              AND (source_groups IS NULL OR d.source_group = ANY (source_groups))
-              AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
-              AND (created_after IS NULL OR d.source_created_at >= created_after)
-              AND (created_before IS NULL OR d.source_created_at < created_before)
-              AND (NOT has_window OR (d.source_created_at IS NOT NULL
-                                      AND (window_from IS NULL OR d.source_created_at >= window_from)
-                                      AND (window_to IS NULL OR d.source_created_at <= window_to)))
-              AND d.subject_id <> ALL (known_ids)
-            ORDER BY n.distance, d.subject_id
-            LIMIT cap)
-        SELECT ARRAY(
-                   SELECT ROW('vector', s.document_id, s.subject_id,
-                              (pg_catalog.row_number() OVER (ORDER BY s.distance, s.subject_id))::integer,
-                              s.distance::double precision)::dm_private.recall_branch_hit
-                   FROM scored AS s
-                   ORDER BY s.distance, s.subject_id)
-        INTO hits;
-        -- a team with fewer vectors than the prefix has had every vector
-        -- checked already. Counted only when needed (a count of the prefix in
-        -- the statement above made it emit all 4 x cap nearest, where the
-        -- join stops after about cap of them).
-        IF pg_catalog.cardinality(hits) < cap THEN
-            SELECT pg_catalog.count(*) INTO seen
-            FROM (SELECT 1 FROM dm_private.document_embeddings AS e
-                  WHERE e.team_id = team AND e.contract_id = chosen.contract_id
+        -- A time window that holds fewer than 4 x cap of the team's evidence
+        -- documents (a parsed "in June", "last week": pass 1 of a recall)
+        -- goes straight to the eligible-first statement below, which
+        -- computes a distance for those documents only. The nearest-prefix
+        -- statement would compute and sort the distance of every vector of
+        -- the team and then keep few of them, and the eligible-first
+        -- statement would run after it anyway. Both statements return the
+        -- exact nearest eligible rows ordered by (distance, evidence id).
+        -- The bounds are plain variables so that the count is one range of
+        -- search_documents_created_at_idx (migration 0026).
+        IF has_window THEN
+            window_lower := COALESCE(window_from, '-infinity'::timestamptz);
+            window_upper := COALESCE(window_to, 'infinity'::timestamptz);
+            SELECT pg_catalog.count(*) < cap * 4 INTO window_is_small
+            FROM (SELECT 1 FROM dm_private.search_documents AS d
+                  WHERE d.team_id = team AND d.subject_kind = 'evidence'
+                    AND d.source_created_at >= window_lower
+                    AND d.source_created_at <= window_upper
                   LIMIT cap * 4) AS x;
         END IF;
-        IF pg_catalog.cardinality(hits) < cap AND seen >= cap * 4 THEN
+        IF NOT window_is_small THEN
+            -- Static SQL (a cached plan; no literal is needed since no partial
+            -- index is involved). First the nearest 4 x cap by distance alone;
+            -- the same statement recall_vector_sql shows. Only when eligibility
+            -- left fewer than cap of them (a time window, filters, many known
+            -- ids), the eligible documents first and the distance of their
+            -- vectors only: the same rows in the same order as sorting every
+            -- vector of the team, without computing and sorting the distances
+            -- of documents the filters reject (a window that matches few turns
+            -- costs a few distances, not the team's).
+            WITH nearest AS MATERIALIZED (
+                SELECT e.document_id, e.document_version, e.source_version,
+                       e.embedding OPERATOR(public.<=>) q AS distance
+                FROM dm_private.document_embeddings AS e
+                WHERE e.team_id = team AND e.contract_id = chosen.contract_id
+                ORDER BY distance
+                LIMIT cap * 4),
+            scored AS (
+                SELECT d.document_id, d.subject_id, n.distance
+                FROM nearest AS n
+                JOIN dm_private.search_documents AS d ON d.team_id = team AND d.document_id = n.document_id
+                WHERE d.document_version = n.document_version
+                  AND d.source_version = n.source_version
+                  AND d.subject_kind = 'evidence'
+                  AND d.is_recallable
+                  AND d.owner_profile_id <> ALL (disabled)
+                  AND (d.valid_from IS NULL OR d.valid_from <= valid_at)
+                  AND (d.valid_to IS NULL OR d.valid_to > valid_at)
+                  AND (d.known_from IS NULL OR d.known_from <= known_at)
+                  AND (d.known_to IS NULL OR d.known_to > known_at)
+                  AND d.policy_labels <@ scopes
+                  AND (source_groups IS NULL OR d.source_group = ANY (source_groups))
+                  AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
+                  AND (created_after IS NULL OR d.source_created_at >= created_after)
+                  AND (created_before IS NULL OR d.source_created_at < created_before)
+                  AND (NOT has_window OR (d.source_created_at IS NOT NULL
+                                          AND (window_from IS NULL OR d.source_created_at >= window_from)
+                                          AND (window_to IS NULL OR d.source_created_at <= window_to)))
+                  AND d.subject_id <> ALL (known_ids)
+                ORDER BY n.distance, d.subject_id
+                LIMIT cap)
+            SELECT ARRAY(
+                       SELECT ROW('vector', s.document_id, s.subject_id,
+                                  (pg_catalog.row_number() OVER (ORDER BY s.distance, s.subject_id))::integer,
+                                  s.distance::double precision)::dm_private.recall_branch_hit
+                       FROM scored AS s
+                       ORDER BY s.distance, s.subject_id)
+            INTO hits;
+            -- a team with fewer vectors than the prefix has had every vector
+            -- checked already. Counted only when needed (a count of the prefix in
+            -- the statement above made it emit all 4 x cap nearest, where the
+            -- join stops after about cap of them).
+            IF pg_catalog.cardinality(hits) < cap THEN
+                SELECT pg_catalog.count(*) INTO seen
+                FROM (SELECT 1 FROM dm_private.document_embeddings AS e
+                      WHERE e.team_id = team AND e.contract_id = chosen.contract_id
+                      LIMIT cap * 4) AS x;
+            END IF;
+        END IF;
+        IF window_is_small OR (pg_catalog.cardinality(hits) < cap AND seen >= cap * 4) THEN
             WITH eligible AS MATERIALIZED (
                 SELECT d.document_id, d.subject_id, d.document_version, d.source_version
                 FROM dm_private.search_documents AS d

@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import psycopg
+import pytest
 from test_recall_support import embed, ingest, make_team, unit
 
 from densemem.store.session import Principal, acting_as
@@ -77,6 +78,62 @@ def test_a_selective_window_returns_the_brute_force_nearest_inside_it(admin_conn
             assert len(hits) == CAP
             assert set(hits) == set(expected)
             # halfvec storage rounds distances; the order may differ only between near ties
+            assert hits[:5] == expected[:5] or set(hits[:5]) == set(expected[:5])
+
+
+@pytest.mark.parametrize(
+    ("first_day", "last_day"),
+    [
+        (100, 178),  # 79 turns: fewer than 4 x CAP, the eligible-first statement alone
+        (100, 179),  # 80 turns: 4 x CAP, the nearest prefix first
+        (0, 199),  # 200 turns: a wide window, the nearest prefix fills the cap
+        (250, None),  # open-ended: only a lower bound (50 turns)
+        (None, 30),  # only an upper bound (31 turns)
+    ],
+)
+def test_every_window_size_returns_the_brute_force_nearest_inside_it(
+    admin_conn: Conn, first_day: int | None, last_day: int | None
+) -> None:
+    """The exact path picks its statement by how many of the team's documents the window holds
+    (fewer than 4 x cap: only their distances are computed); every size, and a bound left open,
+    must give the brute-force answer."""
+    team, profile = make_team(admin_conn, f"window-{first_day}-{last_day}")
+    rng = random.Random(17)
+    start = datetime(2024, 1, 1, tzinfo=UTC)
+    items = [
+        {"text": f"Turn {i} about subject {i % 13}.", "created_at": (start + timedelta(days=i)).isoformat()}
+        for i in range(300)
+    ]
+    ids = ingest(admin_conn, team, profile, items)
+    vectors: dict[uuid.UUID, list[float]] = {}
+    for evidence in ids:
+        vector = unit(*[(rng.randrange(30), rng.random()) for _ in range(5)])
+        vectors[evidence] = vector
+        embed(admin_conn, team, evidence, vector)
+    window: dict[str, str] = {}
+    if first_day is not None:
+        window["from"] = (start + timedelta(days=first_day)).isoformat()
+    if last_day is not None:
+        window["to"] = (start + timedelta(days=last_day)).isoformat()
+    inside = ids[(first_day or 0) : (300 if last_day is None else last_day + 1)]
+    with acting_as(admin_conn, Principal(team)) as cur:
+        for _ in range(4):
+            query = unit(*[(rng.randrange(30), rng.random()) for _ in range(5)])
+            expected = sorted(inside, key=lambda e: (_cosine_distance(vectors[e], query), str(e)))[:CAP]
+            cur.execute(
+                BRANCH_SQL,
+                {
+                    "t": team,
+                    "q": json.dumps(query),
+                    "cap": json.dumps({"candidates": {"vector": CAP}}),
+                    "request": json.dumps({"time_window": window}),
+                },
+            )
+            row = cur.fetchone()
+            assert row is not None
+            hits = [uuid.UUID(h) for h in row["hits"]]
+            assert len(hits) == CAP
+            assert set(hits) == set(expected)
             assert hits[:5] == expected[:5] or set(hits[:5]) == set(expected[:5])
 
 
