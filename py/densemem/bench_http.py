@@ -356,16 +356,23 @@ async def _phase(
                 began = time.perf_counter()
                 try:
                     response = await client.post("/v1/recall", json={"query": question, "limit": 10})
-                except httpx.TransportError:
+                except httpx.TransportError as error:
                     # A connection the server closed mid-request is an error of this phase
                     # (reported in its row), not the end of the benchmark.
                     errors += 1
+                    print(f"  {clients} clients: {question!r}: {type(error).__name__}", file=sys.stderr)
                     continue
                 elapsed = (time.perf_counter() - began) * 1000
                 if response.status_code == 200:
                     latencies.append(elapsed)
                 else:
                     errors += 1
+                    # Say what failed: an error is a finding, not only a count.
+                    print(
+                        f"  {clients} clients: {question!r}: HTTP {response.status_code} "
+                        f"after {elapsed:.0f} ms: {response.text[:300]}",
+                        file=sys.stderr,
+                    )
 
         began = time.perf_counter()
         await asyncio.gather(*(one_client() for _ in range(clients)))
