@@ -160,3 +160,13 @@ def test_database_url_means_the_embedded_server_is_not_started(
 
     assert not data_dir.exists(), "the embedded server was initialised although DATABASE_URL is set"
     assert not (workdir / ".densemem").exists()
+
+
+def test_shared_buffers_are_a_quarter_of_memory_within_bounds() -> None:
+    from densemem.embedded import SERVER_SETTINGS, shared_buffers_mb
+
+    gib = 1024**3
+    assert shared_buffers_mb(24 * gib) == 6144
+    assert shared_buffers_mb(256 * 1024**2) == 128  # the floor
+    assert shared_buffers_mb(512 * gib) == 8192  # the ceiling
+    assert SERVER_SETTINGS["shared_buffers"] == f"'{shared_buffers_mb()}MB'"
