@@ -1,0 +1,90 @@
+"""The HNSW search setting of the vector branch (search-index profile v2, migration 0050).
+
+v2 lowers hnsw.ef_search from 200 to 150; the branch walks with GREATEST(ef_search, cap). These
+tests pin the profile rows and check that, with the active profile, a team's partial HNSW index
+still returns what the exact oracle returns (recall against force_path => 'exact'), on vectors
+drawn at random in all 384 dimensions: no cluster structure, the hardest case for a graph index.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import uuid
+from typing import Any
+
+import psycopg
+from test_recall_support import embed, ingest, make_team
+
+from densemem.store.session import Principal, acting_as
+
+Conn = psycopg.Connection[Any]
+
+ORACLE_SQL = """
+WITH s AS (SELECT dm_private.recall_settings(%(t)s, NULL) || %(cap)s::jsonb AS s),
+     r AS (SELECT dm_private.recall_request('', '{}', s.s) AS r FROM s)
+SELECT ARRAY(SELECT h.evidence_id
+             FROM s, r, dm_private.recall_vector_candidates(%(t)s, %(q)s::vector, r.r, s.s) AS h) AS approx,
+       ARRAY(SELECT h.evidence_id
+             FROM s, r, dm_private.recall_vector_candidates(%(t)s, %(q)s::vector, r.r, s.s, 'exact') AS h)
+           AS exact,
+       (s.s #>> '{index,hnsw,ef_search}')::integer AS ef_search
+FROM s
+"""
+
+
+def _gaussian_unit(rng: random.Random) -> list[float]:
+    v = [rng.gauss(0.0, 1.0) for _ in range(384)]
+    norm = sum(x * x for x in v) ** 0.5
+    return [x / norm for x in v]
+
+
+def test_search_index_profile_v2_is_active_and_differs_from_v1_only_in_ef_search(admin_conn: Conn) -> None:
+    rows = admin_conn.execute(
+        "SELECT version, is_active, settings FROM dm_private.search_index_profiles ORDER BY version"
+    ).fetchall()
+    by_version = {r[0]: (r[1], r[2]) for r in rows}
+    assert [v for v, (active, _) in by_version.items() if active] == [2]
+    v1, v2 = by_version[1][1], by_version[2][1]
+    assert v1["hnsw"]["ef_search"] == 200 and v2["hnsw"]["ef_search"] == 150
+    v1["hnsw"].pop("ef_search")
+    v2["hnsw"].pop("ef_search")
+    assert v1 == v2
+
+
+def test_partial_hnsw_with_profile_v2_matches_the_exact_oracle_on_random_vectors(admin_conn: Conn) -> None:
+    team, profile = make_team(admin_conn, "random-vectors")
+    ids = [
+        evidence
+        for batch in range(2)
+        for evidence in ingest(
+            admin_conn, team, profile, [{"text": f"Observation {batch}-{i}."} for i in range(750)]
+        )
+    ]
+    rng = random.Random(29)
+    for evidence in ids:
+        embed(admin_conn, team, evidence, _gaussian_unit(rng))
+    built = admin_conn.execute("SELECT team_id FROM dm.refresh_vector_indexes(1000)").fetchall()
+    assert [uuid.UUID(str(r[0])) for r in built] == [team]
+    admin_conn.execute("ANALYZE dm_private.document_embeddings")
+    with acting_as(admin_conn, Principal(team)) as cur:
+        cur.execute("SELECT access_path FROM dm_private.recall_vector_access_path(%s)", (team,))
+        assert cur.fetchone() == {"access_path": "hnsw_partial"}
+        for cap in (50, 100):
+            total = found = 0
+            worst = 1.0
+            for _ in range(20):
+                query = _gaussian_unit(rng)
+                cur.execute(
+                    ORACLE_SQL,
+                    {"t": team, "q": json.dumps(query), "cap": json.dumps({"candidates": {"vector": cap}})},
+                )
+                row = cur.fetchone()
+                assert row is not None and row["ef_search"] == 150
+                assert len(row["exact"]) == cap and len(row["approx"]) == cap
+                hit = len(set(row["approx"]) & set(row["exact"]))
+                total += cap
+                found += hit
+                worst = min(worst, hit / cap)
+            print(f"cap {cap}: recall {found / total:.4f}, worst query {worst:.2f}")
+            assert found / total >= 0.98, (cap, found / total, worst)
