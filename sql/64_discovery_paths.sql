@@ -519,9 +519,15 @@ DECLARE
     result_limit integer;
     want_hypotheses boolean;
 BEGIN
-    known_evidence := dm_private.discovery_uuid_list(req, 'known_evidence_ids', 200);
-    known_relationships := dm_private.discovery_uuid_list(req, 'known_relationship_ids', 200);
-    expand_ids := dm_private.discovery_uuid_list(req, 'expand_from_entity_ids', 50);
+    -- The request's ID lists (discovery_uuid_list answers '{}' for an absent
+    -- field without reading anything else: an expression here, no
+    -- function call, for the common request that gives none of them).
+    known_evidence := CASE WHEN req -> 'known_evidence_ids' IS NULL THEN '{}'::uuid []
+                           ELSE dm_private.discovery_uuid_list(req, 'known_evidence_ids', 200) END;
+    known_relationships := CASE WHEN req -> 'known_relationship_ids' IS NULL THEN '{}'::uuid []
+                                ELSE dm_private.discovery_uuid_list(req, 'known_relationship_ids', 200) END;
+    expand_ids := CASE WHEN req -> 'expand_from_entity_ids' IS NULL THEN '{}'::uuid []
+                       ELSE dm_private.discovery_uuid_list(req, 'expand_from_entity_ids', 50) END;
     seen_evidence := returned || known_evidence;
     valid_at := NULLIF(req ->> 'valid_at', '')::timestamptz;
     known_at := NULLIF(req ->> 'known_at', '')::timestamptz;
