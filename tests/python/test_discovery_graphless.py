@@ -24,8 +24,8 @@ from densemem.store.session import Principal, acting_as
 
 CALL = """
 SELECT dm_private.discovery_for_recall(
-    %(team)s, %(query)s, %(parsed)s::jsonb, %(returned)s::uuid[], %(request)s::jsonb, %(settings)s::jsonb)::text
-    AS answer
+    %(team)s, %(query)s, %(parsed)s::jsonb, %(returned)s::uuid[], %(request)s::jsonb,
+    %(settings)s::jsonb)::text AS answer
 """
 
 CALL_EMBEDDED = """
