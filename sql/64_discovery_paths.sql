@@ -547,8 +547,13 @@ BEGIN
     -- entity list). The prelude can fail only on a budget that is a number
     -- outside the integer range (22003, numeric -> integer), so a profile
     -- with any such number takes the full path and fails as it always did.
+    -- The probe is a scalar sub-select in key order, not EXISTS: the planner
+    -- drops ORDER BY and LIMIT inside EXISTS and, for a generic plan that
+    -- expects many rows per team, takes a sequential scan that stops at the
+    -- first row of the team, which is the whole table for a team with none.
     IF cfg OPERATOR(pg_catalog.@?) '$.* ? (@ >= 2147483647.5 || @ <= -2147483648.5)'::jsonpath
-       OR EXISTS (SELECT 1 FROM dm_private.entities AS e WHERE e.team_id = team) THEN
+       OR (SELECT e.entity_id FROM dm_private.entities AS e
+           WHERE e.team_id = team ORDER BY e.entity_id LIMIT 1) IS NOT NULL THEN
         -- The request's parsed entities and predicates, the profile's predicate
         -- filter, its budgets and the query's lexemes, words and tsquery: one
         -- statement. Each budget is discovery_setting(cfg, key, fallback, low,
