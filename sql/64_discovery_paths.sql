@@ -518,6 +518,7 @@ DECLARE
     answer jsonb;
     result_limit integer;
     want_hypotheses boolean;
+    graph_less boolean := false;
 BEGIN
     -- The request's ID lists (discovery_uuid_list answers '{}' for an absent
     -- field without reading anything else: an expression here, no
@@ -551,9 +552,16 @@ BEGIN
     -- drops ORDER BY and LIMIT inside EXISTS and, for a generic plan that
     -- expects many rows per team, takes a sequential scan that stops at the
     -- first row of the team, which is the whole table for a team with none.
-    IF cfg OPERATOR(pg_catalog.@?) '$.* ? (@ >= 2147483647.5 || @ <= -2147483648.5)'::jsonpath
-       OR (SELECT e.entity_id FROM dm_private.entities AS e
-           WHERE e.team_id = team ORDER BY e.entity_id LIMIT 1) IS NOT NULL THEN
+    -- It runs only when the full path is not already chosen: a parse that
+    -- named an entity read it from this team's names (and the full path is
+    -- exact whatever the team holds), so a call naming one pays an
+    -- expression here, not a statement.
+    IF (prs -> 'entities' -> 0) IS NULL
+       AND NOT (cfg OPERATOR(pg_catalog.@?) '$.* ? (@ >= 2147483647.5 || @ <= -2147483648.5)'::jsonpath) THEN
+        graph_less := (SELECT e.entity_id FROM dm_private.entities AS e
+                       WHERE e.team_id = team ORDER BY e.entity_id LIMIT 1) IS NULL;
+    END IF;
+    IF NOT graph_less THEN
         -- The request's parsed entities and predicates, the profile's predicate
         -- filter, its budgets and the query's lexemes, words and tsquery: one
         -- statement. Each budget is discovery_setting(cfg, key, fallback, low,
