@@ -489,7 +489,6 @@ DECLARE
     time_budget_ms integer;
     deadline timestamptz;
     walk_edges integer;
-    scopes constant text [] := dm_private.authenticated_scopes();
     returned uuid [] := COALESCE(result_evidence_ids, '{}'::uuid []);
     known_evidence uuid [];
     known_relationships uuid [];
@@ -519,187 +518,224 @@ DECLARE
     answer jsonb;
     result_limit integer;
     want_hypotheses boolean;
+    graph_less boolean := false;
 BEGIN
-    known_evidence := dm_private.discovery_uuid_list(req, 'known_evidence_ids', 200);
-    known_relationships := dm_private.discovery_uuid_list(req, 'known_relationship_ids', 200);
-    expand_ids := dm_private.discovery_uuid_list(req, 'expand_from_entity_ids', 50);
+    -- The request's ID lists (discovery_uuid_list answers '{}' for an absent
+    -- field without reading anything else: an expression here, no
+    -- function call, for the common request that gives none of them).
+    known_evidence := CASE WHEN req -> 'known_evidence_ids' IS NULL THEN '{}'::uuid []
+                           ELSE dm_private.discovery_uuid_list(req, 'known_evidence_ids', 200) END;
+    known_relationships := CASE WHEN req -> 'known_relationship_ids' IS NULL THEN '{}'::uuid []
+                                ELSE dm_private.discovery_uuid_list(req, 'known_relationship_ids', 200) END;
+    expand_ids := CASE WHEN req -> 'expand_from_entity_ids' IS NULL THEN '{}'::uuid []
+                       ELSE dm_private.discovery_uuid_list(req, 'expand_from_entity_ids', 50) END;
     seen_evidence := returned || known_evidence;
     valid_at := NULLIF(req ->> 'valid_at', '')::timestamptz;
     known_at := NULLIF(req ->> 'known_at', '')::timestamptz;
 
-    -- The request's parsed entities and predicates, the profile's predicate
-    -- filter, its budgets and the query's lexemes, words and tsquery: one
-    -- statement. Each budget is discovery_setting(cfg, key, fallback, low,
-    -- high) written out: a number, else the fallback, clamped to [low, high].
-    SELECT CASE WHEN pg_catalog.jsonb_typeof(prs -> 'entities') = 'array' THEN ARRAY(
-               SELECT (x.item ->> 'entity_id')::uuid
-               FROM pg_catalog.jsonb_array_elements(prs -> 'entities') AS x (item)
-               WHERE pg_catalog.jsonb_typeof(x.item) = 'object'
-                 AND (x.item ->> 'entity_id') ~* '^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$'
-               LIMIT 50) ELSE '{}'::uuid [] END,
-           CASE WHEN pg_catalog.jsonb_typeof(prs -> 'predicates') = 'array' THEN ARRAY(
-               SELECT DISTINCT x.item #>> '{}'
-               FROM pg_catalog.jsonb_array_elements(prs -> 'predicates') AS x (item)
-               WHERE pg_catalog.jsonb_typeof(x.item) = 'string' AND (x.item #>> '{}') ~ '^[a-z][a-z0-9_]{0,99}$'
-               LIMIT 20) ELSE '{}'::text [] END,
-           CASE WHEN pg_catalog.jsonb_typeof(cfg -> 'predicates') = 'array' THEN ARRAY(
-               SELECT x.item #>> '{}' FROM pg_catalog.jsonb_array_elements(cfg -> 'predicates') AS x (item)) END,
-           lx.lexemes,
-           -- Query words (as entity names are normalized, stop words and short
-           -- words dropped): relevance of the endpoint names of an edge. These
-           -- are the one-word n-grams of dm_private.discovery_name_ngrams (the
-           -- same normalization, written out here: no function call building
-           -- every 1- to 4-word n-gram to keep only the single words; keep
-           -- the two in step).
-           ARRAY(
-               SELECT g.word
-               FROM pg_catalog.unnest((pg_catalog.regexp_split_to_array(
-                        pg_catalog.btrim(pg_catalog.regexp_replace(
-                            pg_catalog.regexp_replace(pg_catalog.lower(pg_catalog.left(COALESCE(query, ''), 2000)),
-                                                      '''s\M', '', 'g'),
-                            '[?!,;:"()\[\]{}]+|\.(\s|$)|\s''|''(\s|$)|^''', ' ', 'g')),
-                        '\s+'))[1:32]) AS g (word)
-               WHERE pg_catalog.strpos(g.word, ' ') = 0 AND pg_catalog.length(g.word) >= 3
-                 AND pg_catalog.length(pg_catalog.to_tsvector('english'::regconfig, g.word)) > 0),
-           -- Any query lexeme: relevance of predicates. An empty query matches nothing.
-           COALESCE((SELECT pg_catalog.string_agg(pg_catalog.quote_literal(l.lexeme), ' | ')
-                     FROM pg_catalog.unnest(lx.lexemes) AS l (lexeme))::tsquery,
-                    '''discovery-matches-nothing'''::tsquery),
-           LEAST(GREATEST(COALESCE(CASE WHEN pg_catalog.jsonb_typeof(cfg -> 'seed_count') = 'number'
-                                        THEN (cfg ->> 'seed_count')::numeric::integer END, 5), 0), 50),
-           LEAST(GREATEST(COALESCE(CASE WHEN pg_catalog.jsonb_typeof(cfg -> 'fan_out') = 'number'
-                                        THEN (cfg ->> 'fan_out')::numeric::integer END, 20), 1), 100),
-           LEAST(GREATEST(COALESCE(CASE WHEN pg_catalog.jsonb_typeof(cfg -> 'max_edges') = 'number'
-                                        THEN (cfg ->> 'max_edges')::numeric::integer END, 200), 1), 2000),
-           LEAST(GREATEST(COALESCE(CASE WHEN pg_catalog.jsonb_typeof(cfg -> 'max_depth') = 'number'
-                                        THEN (cfg ->> 'max_depth')::numeric::integer END, 2), 1), 2),
-           LEAST(GREATEST(COALESCE(CASE WHEN pg_catalog.jsonb_typeof(cfg -> 'max_paths') = 'number'
-                                        THEN (cfg ->> 'max_paths')::numeric::integer END, 5), 0), 50),
-           LEAST(GREATEST(COALESCE(CASE WHEN pg_catalog.jsonb_typeof(cfg -> 'max_path_bytes') = 'number'
-                                        THEN (cfg ->> 'max_path_bytes')::numeric::integer END, 4000), 0), 100000),
-           LEAST(GREATEST(COALESCE(CASE WHEN pg_catalog.jsonb_typeof(cfg -> 'time_budget_ms') = 'number'
-                                        THEN (cfg ->> 'time_budget_ms')::numeric::integer END, 20), 1), 10000)
-    INTO parsed_entity_ids, hints, predicate_allow, query_lexemes, query_words, query_tsquery,
-         seed_count, fan_out, max_edges, max_depth, max_paths, max_path_bytes, time_budget_ms
-    FROM (SELECT dm_private.discovery_lexemes(
-              COALESCE(query, '') || ' ' || COALESCE((
-                  SELECT pg_catalog.string_agg(COALESCE(x.item ->> 'term', x.item ->> 'text', x.item #>> '{}'), ' ')
-                  FROM pg_catalog.jsonb_array_elements(
-                      CASE WHEN pg_catalog.jsonb_typeof(prs -> 'terms') = 'array' THEN prs -> 'terms' ELSE '[]'::jsonb END)
-                      AS x (item)), '')) AS lexemes
-          -- OFFSET 0: evaluated once (a flattened sub-select ran the
-          -- function once per reference to lx.lexemes).
-          OFFSET 0) AS lx;
-    deadline := started + pg_catalog.make_interval(secs => time_budget_ms / 1000.0);
-    -- The walk needs no more edges than a pool of candidate paths can use:
-    -- max_edges is the cap, six edges per requested path the working size.
-    walk_edges := LEAST(max_edges, GREATEST(30, 6 * max_paths));
-
-    -- Seeds: requested expansion entities, parsed query entities, entity
-    -- search, and the entities the returned evidence supports. Every source
-    -- is re-checked against this team's entities.
-    IF seed_count > 0 THEN
-        WITH found AS (
-            SELECT e.entity_id, 4.0::double precision AS score
-            FROM dm_private.entities AS e
-            WHERE e.team_id = team AND e.entity_id = ANY(expand_ids)
-            UNION ALL
-            SELECT e.entity_id, 3.0
-            FROM dm_private.entities AS e
-            WHERE e.team_id = team AND e.entity_id = ANY(parsed_entity_ids)
-            UNION ALL
-            SELECT s.entity_id, s.score
-            FROM dm_private.discovery_entity_seeds(team, query, query_embedding, seed_count) AS s
-            -- The parser already matched the query's names: no second name search.
-            WHERE pg_catalog.cardinality(parsed_entity_ids) = 0
-            UNION ALL
-            SELECT l.entity_id, 1.0
-            FROM (
-                -- Accepted links of the returned evidence to eligible (active,
-                -- validated_claim or fact) relationships: evidence_entity_links
-                -- (migration 0038) holds exactly those, with both endpoints.
-                -- Both endpoints from one set-returning projection, subject
-                -- then object per link (no VALUES scan per link).
-                SELECT ends.entity_id
-                FROM (SELECT pg_catalog.unnest(ARRAY[k.subject_entity_id, k.object_entity_id]) AS entity_id
-                      FROM dm_private.evidence_entity_links AS k
-                      WHERE k.team_id = team
-                        AND k.evidence_id = ANY(returned)) AS ends
-                WHERE ends.entity_id IS NOT NULL
-                LIMIT 200
-            ) AS l
-        ),
-        ranked AS (
-            SELECT found.entity_id, pg_catalog.max(found.score) + 0.05 * (pg_catalog.count(*) - 1) AS score
-            FROM found
-            GROUP BY found.entity_id
-            ORDER BY 2 DESC, found.entity_id
-            LIMIT seed_count
-        )
-        SELECT COALESCE(pg_catalog.array_agg(ranked.entity_id ORDER BY ranked.score DESC, ranked.entity_id), '{}'),
-               COALESCE(pg_catalog.jsonb_object_agg(ranked.entity_id::text, ranked.score), '{}'::jsonb),
-               -- The team's profiles that are not active, read once: "owner
-               -- active" below is a membership test, not a profiles join per row.
-               ARRAY(SELECT p.profile_id FROM dm_private.profiles AS p
-                     WHERE p.team_id = team AND p.state <> 'active'),
-               -- Whether some seed is strong enough (>= 1.5: named in the
-               -- query) to give predicate hints below.
-               COALESCE(pg_catalog.bool_or(ranked.score >= 1.5), false)
-        INTO seed_ids, seed_scores, inactive_owners, strong_seeds
-        FROM ranked;
+    -- A graph-less team (no entity at all: the common case of a team that
+    -- stores evidence only) has no discovery path, whatever the query: every
+    -- seed source is an entity of this team (requested and parsed entities
+    -- and query-name seeds are re-read from dm_private.entities; seeds from
+    -- the returned evidence are endpoints of its relationships, which the
+    -- foreign keys relationships_subject_fkey / _object_fkey tie to
+    -- entities), so seed_ids stays empty and nothing below would run past
+    -- the seeds statement. One probe of the entities key (team_id leads)
+    -- skips the prelude, the seeds statement and its name search, with the
+    -- answer the full path gives: no paths, no time-budget degradation
+    -- (that needs a seed), and hypotheses and communities below exactly as
+    -- before (they read their own tables; communities get the same empty
+    -- entity list). The prelude can fail only on a budget that is a number
+    -- outside the integer range (22003, numeric -> integer), so a profile
+    -- with any such number takes the full path and fails as it always did.
+    -- The probe is a scalar sub-select in key order, not EXISTS: the planner
+    -- drops ORDER BY and LIMIT inside EXISTS and, for a generic plan that
+    -- expects many rows per team, takes a sequential scan that stops at the
+    -- first row of the team, which is the whole table for a team with none.
+    -- It runs only when the full path is not already chosen: a parse that
+    -- named an entity read it from this team's names (and the full path is
+    -- exact whatever the team holds), so a call naming one pays an
+    -- expression here, not a statement.
+    IF (prs -> 'entities' -> 0) IS NULL
+       AND NOT (cfg OPERATOR(pg_catalog.@?) '$.* ? (@ >= 2147483647.5 || @ <= -2147483648.5)'::jsonpath) THEN
+        graph_less := (SELECT e.entity_id FROM dm_private.entities AS e
+                       WHERE e.team_id = team ORDER BY e.entity_id LIMIT 1) IS NULL;
     END IF;
+    IF NOT graph_less THEN
+        -- The request's parsed entities and predicates, the profile's predicate
+        -- filter, its budgets and the query's lexemes, words and tsquery: one
+        -- statement. Each budget is discovery_setting(cfg, key, fallback, low,
+        -- high) written out: a number, else the fallback, clamped to [low, high].
+        SELECT CASE WHEN pg_catalog.jsonb_typeof(prs -> 'entities') = 'array' THEN ARRAY(
+                   SELECT (x.item ->> 'entity_id')::uuid
+                   FROM pg_catalog.jsonb_array_elements(prs -> 'entities') AS x (item)
+                   WHERE pg_catalog.jsonb_typeof(x.item) = 'object'
+                     AND (x.item ->> 'entity_id') ~* '^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$'
+                   LIMIT 50) ELSE '{}'::uuid [] END,
+               CASE WHEN pg_catalog.jsonb_typeof(prs -> 'predicates') = 'array' THEN ARRAY(
+                   SELECT DISTINCT x.item #>> '{}'
+                   FROM pg_catalog.jsonb_array_elements(prs -> 'predicates') AS x (item)
+                   WHERE pg_catalog.jsonb_typeof(x.item) = 'string' AND (x.item #>> '{}') ~ '^[a-z][a-z0-9_]{0,99}$'
+                   LIMIT 20) ELSE '{}'::text [] END,
+               CASE WHEN pg_catalog.jsonb_typeof(cfg -> 'predicates') = 'array' THEN ARRAY(
+                   SELECT x.item #>> '{}' FROM pg_catalog.jsonb_array_elements(cfg -> 'predicates') AS x (item)) END,
+               lx.lexemes,
+               -- Query words (as entity names are normalized, stop words and short
+               -- words dropped): relevance of the endpoint names of an edge. These
+               -- are the one-word n-grams of dm_private.discovery_name_ngrams (the
+               -- same normalization, written out here: no function call building
+               -- every 1- to 4-word n-gram to keep only the single words; keep
+               -- the two in step).
+               ARRAY(
+                   SELECT g.word
+                   FROM pg_catalog.unnest((pg_catalog.regexp_split_to_array(
+                            pg_catalog.btrim(pg_catalog.regexp_replace(
+                                pg_catalog.regexp_replace(pg_catalog.lower(pg_catalog.left(COALESCE(query, ''), 2000)),
+                                                          '''s\M', '', 'g'),
+                                '[?!,;:"()\[\]{}]+|\.(\s|$)|\s''|''(\s|$)|^''', ' ', 'g')),
+                            '\s+'))[1:32]) AS g (word)
+                   WHERE pg_catalog.strpos(g.word, ' ') = 0 AND pg_catalog.length(g.word) >= 3
+                     AND pg_catalog.length(pg_catalog.to_tsvector('english'::regconfig, g.word)) > 0),
+               -- Any query lexeme: relevance of predicates. An empty query matches nothing.
+               COALESCE((SELECT pg_catalog.string_agg(pg_catalog.quote_literal(l.lexeme), ' | ')
+                         FROM pg_catalog.unnest(lx.lexemes) AS l (lexeme))::tsquery,
+                        '''discovery-matches-nothing'''::tsquery),
+               LEAST(GREATEST(COALESCE(CASE WHEN pg_catalog.jsonb_typeof(cfg -> 'seed_count') = 'number'
+                                            THEN (cfg ->> 'seed_count')::numeric::integer END, 5), 0), 50),
+               LEAST(GREATEST(COALESCE(CASE WHEN pg_catalog.jsonb_typeof(cfg -> 'fan_out') = 'number'
+                                            THEN (cfg ->> 'fan_out')::numeric::integer END, 20), 1), 100),
+               LEAST(GREATEST(COALESCE(CASE WHEN pg_catalog.jsonb_typeof(cfg -> 'max_edges') = 'number'
+                                            THEN (cfg ->> 'max_edges')::numeric::integer END, 200), 1), 2000),
+               LEAST(GREATEST(COALESCE(CASE WHEN pg_catalog.jsonb_typeof(cfg -> 'max_depth') = 'number'
+                                            THEN (cfg ->> 'max_depth')::numeric::integer END, 2), 1), 2),
+               LEAST(GREATEST(COALESCE(CASE WHEN pg_catalog.jsonb_typeof(cfg -> 'max_paths') = 'number'
+                                            THEN (cfg ->> 'max_paths')::numeric::integer END, 5), 0), 50),
+               LEAST(GREATEST(COALESCE(CASE WHEN pg_catalog.jsonb_typeof(cfg -> 'max_path_bytes') = 'number'
+                                            THEN (cfg ->> 'max_path_bytes')::numeric::integer END, 4000), 0), 100000),
+               LEAST(GREATEST(COALESCE(CASE WHEN pg_catalog.jsonb_typeof(cfg -> 'time_budget_ms') = 'number'
+                                            THEN (cfg ->> 'time_budget_ms')::numeric::integer END, 20), 1), 10000)
+        INTO parsed_entity_ids, hints, predicate_allow, query_lexemes, query_words, query_tsquery,
+             seed_count, fan_out, max_edges, max_depth, max_paths, max_path_bytes, time_budget_ms
+        FROM (SELECT dm_private.discovery_lexemes(
+                  COALESCE(query, '') || ' ' || COALESCE((
+                      SELECT pg_catalog.string_agg(COALESCE(x.item ->> 'term', x.item ->> 'text', x.item #>> '{}'), ' ')
+                      FROM pg_catalog.jsonb_array_elements(
+                          CASE WHEN pg_catalog.jsonb_typeof(prs -> 'terms') = 'array' THEN prs -> 'terms' ELSE '[]'::jsonb END)
+                          AS x (item)), '')) AS lexemes
+              -- OFFSET 0: evaluated once (a flattened sub-select ran the
+              -- function once per reference to lx.lexemes).
+              OFFSET 0) AS lx;
+        deadline := started + pg_catalog.make_interval(secs => time_budget_ms / 1000.0);
+        -- The walk needs no more edges than a pool of candidate paths can use:
+        -- max_edges is the cap, six edges per requested path the working size.
+        walk_edges := LEAST(max_edges, GREATEST(30, 6 * max_paths));
 
-    -- Predicate hints from the query's words when the parser gave none: the
-    -- own predicates (a skip scan each) of the two strongest seeds the query
-    -- named (not those only linked to returned evidence) whose words match.
-    -- Without a seed of score 1.5 or more the statement has no entity to
-    -- read (the common call seeded only by returned evidence): not started.
-    IF pg_catalog.cardinality(hints) = 0 AND strong_seeds
-       AND pg_catalog.cardinality(query_lexemes) > 0 THEN
-        hints := ARRAY(
-            SELECT d.predicate
-            FROM (SELECT DISTINCT p.predicate
-                  FROM (SELECT sc.key::uuid AS entity_id
-                        FROM pg_catalog.jsonb_each_text(seed_scores) AS sc (key, value)
-                        WHERE sc.value::double precision >= 1.5
-                        ORDER BY sc.value::double precision DESC, sc.key
-                        LIMIT 2) AS s
-                  CROSS JOIN LATERAL dm_private.discovery_entity_predicates(team, s.entity_id, 30) AS p (predicate)
-                 ) AS d
-            WHERE pg_catalog.to_tsvector('english'::regconfig, pg_catalog.replace(d.predicate, '_', ' '))
-                  OPERATOR(pg_catalog.@@) query_tsquery
-            ORDER BY d.predicate
-            LIMIT 20);
-    END IF;
+        -- Seeds: requested expansion entities, parsed query entities, entity
+        -- search, and the entities the returned evidence supports. Every source
+        -- is re-checked against this team's entities.
+        IF seed_count > 0 THEN
+            WITH found AS (
+                SELECT e.entity_id, 4.0::double precision AS score
+                FROM dm_private.entities AS e
+                WHERE e.team_id = team AND e.entity_id = ANY(expand_ids)
+                UNION ALL
+                SELECT e.entity_id, 3.0
+                FROM dm_private.entities AS e
+                WHERE e.team_id = team AND e.entity_id = ANY(parsed_entity_ids)
+                UNION ALL
+                SELECT s.entity_id, s.score
+                FROM dm_private.discovery_entity_seeds(team, query, query_embedding, seed_count) AS s
+                -- The parser already matched the query's names: no second name search.
+                WHERE pg_catalog.cardinality(parsed_entity_ids) = 0
+                UNION ALL
+                SELECT l.entity_id, 1.0
+                FROM (
+                    -- Accepted links of the returned evidence to eligible (active,
+                    -- validated_claim or fact) relationships: evidence_entity_links
+                    -- (migration 0038) holds exactly those, with both endpoints.
+                    -- Both endpoints from one set-returning projection, subject
+                    -- then object per link (no VALUES scan per link).
+                    SELECT ends.entity_id
+                    FROM (SELECT pg_catalog.unnest(ARRAY[k.subject_entity_id, k.object_entity_id]) AS entity_id
+                          FROM dm_private.evidence_entity_links AS k
+                          WHERE k.team_id = team
+                            AND k.evidence_id = ANY(returned)) AS ends
+                    WHERE ends.entity_id IS NOT NULL
+                    LIMIT 200
+                ) AS l
+            ),
+            ranked AS (
+                SELECT found.entity_id, pg_catalog.max(found.score) + 0.05 * (pg_catalog.count(*) - 1) AS score
+                FROM found
+                GROUP BY found.entity_id
+                ORDER BY 2 DESC, found.entity_id
+                LIMIT seed_count
+            )
+            SELECT COALESCE(pg_catalog.array_agg(ranked.entity_id ORDER BY ranked.score DESC, ranked.entity_id), '{}'),
+                   COALESCE(pg_catalog.jsonb_object_agg(ranked.entity_id::text, ranked.score), '{}'::jsonb),
+                   -- The team's profiles that are not active, read once: "owner
+                   -- active" below is a membership test, not a profiles join per row.
+                   ARRAY(SELECT p.profile_id FROM dm_private.profiles AS p
+                         WHERE p.team_id = team AND p.state <> 'active'),
+                   -- Whether some seed is strong enough (>= 1.5: named in the
+                   -- query) to give predicate hints below.
+                   COALESCE(pg_catalog.bool_or(ranked.score >= 1.5), false)
+            INTO seed_ids, seed_scores, inactive_owners, strong_seeds
+            FROM ranked;
+        END IF;
 
-    IF pg_catalog.cardinality(seed_ids) > 0 AND max_paths > 0 THEN
-        -- Phase 1 (cheap, all walked edges): candidate paths scored by seed
-        -- strength and predicate relevance, from the walk's own columns.
-        -- Phase 2 (a pool of 2 x max_paths candidates): supporting evidence,
-        -- conflicts, verified corroboration, names and novelty decide.
-        FOR candidate IN
-        SELECT c.path_relationship_ids AS relationship_ids, c.path_entity_ids AS entity_ids, c.path_json AS path
-        FROM dm_private.discovery_candidate_paths(team, seed_ids, seed_scores, inactive_owners, fan_out, max_depth,
-                                                  walk_edges, max_paths, valid_at, known_at, hints, predicate_allow,
-                                                  known_relationships, seen_evidence, query_lexemes, query_words,
-                                                  deadline) AS c
-        LOOP
-            -- Greedy selection: skip a path whose every edge is already shown,
-            -- stop at max_paths, the byte budget or the deadline.
-            EXIT WHEN pg_catalog.cardinality(chosen) >= max_paths;
-            -- Past the deadline, keep what is chosen (at least the best path).
-            EXIT WHEN pg_catalog.cardinality(chosen) > 0 AND pg_catalog.clock_timestamp() >= deadline;
-            CONTINUE WHEN candidate.relationship_ids OPERATOR(pg_catalog.<@) chosen_relationships;
-            path_bytes := pg_catalog.octet_length(candidate.path::text) + 2;
-            CONTINUE WHEN used_bytes + path_bytes > max_path_bytes;
-            used_bytes := used_bytes + path_bytes;
-            chosen := chosen || candidate.path;
-            chosen_relationships := chosen_relationships || candidate.relationship_ids;
-            path_entities := path_entities || pg_catalog.array_remove(candidate.entity_ids, NULL);
-        END LOOP;
-    END IF;
-    IF pg_catalog.cardinality(seed_ids) > 0 AND max_paths > 0 AND pg_catalog.clock_timestamp() >= deadline THEN
-        degraded := degraded || 'discovery_time_budget'::text;
+        -- Predicate hints from the query's words when the parser gave none: the
+        -- own predicates (a skip scan each) of the two strongest seeds the query
+        -- named (not those only linked to returned evidence) whose words match.
+        -- Without a seed of score 1.5 or more the statement has no entity to
+        -- read (the common call seeded only by returned evidence): not started.
+        IF pg_catalog.cardinality(hints) = 0 AND strong_seeds
+           AND pg_catalog.cardinality(query_lexemes) > 0 THEN
+            hints := ARRAY(
+                SELECT d.predicate
+                FROM (SELECT DISTINCT p.predicate
+                      FROM (SELECT sc.key::uuid AS entity_id
+                            FROM pg_catalog.jsonb_each_text(seed_scores) AS sc (key, value)
+                            WHERE sc.value::double precision >= 1.5
+                            ORDER BY sc.value::double precision DESC, sc.key
+                            LIMIT 2) AS s
+                      CROSS JOIN LATERAL dm_private.discovery_entity_predicates(team, s.entity_id, 30) AS p (predicate)
+                     ) AS d
+                WHERE pg_catalog.to_tsvector('english'::regconfig, pg_catalog.replace(d.predicate, '_', ' '))
+                      OPERATOR(pg_catalog.@@) query_tsquery
+                ORDER BY d.predicate
+                LIMIT 20);
+        END IF;
+
+        IF pg_catalog.cardinality(seed_ids) > 0 AND max_paths > 0 THEN
+            -- Phase 1 (cheap, all walked edges): candidate paths scored by seed
+            -- strength and predicate relevance, from the walk's own columns.
+            -- Phase 2 (a pool of 2 x max_paths candidates): supporting evidence,
+            -- conflicts, verified corroboration, names and novelty decide.
+            FOR candidate IN
+            SELECT c.path_relationship_ids AS relationship_ids, c.path_entity_ids AS entity_ids, c.path_json AS path
+            FROM dm_private.discovery_candidate_paths(team, seed_ids, seed_scores, inactive_owners, fan_out, max_depth,
+                                                      walk_edges, max_paths, valid_at, known_at, hints, predicate_allow,
+                                                      known_relationships, seen_evidence, query_lexemes, query_words,
+                                                      deadline) AS c
+            LOOP
+                -- Greedy selection: skip a path whose every edge is already shown,
+                -- stop at max_paths, the byte budget or the deadline.
+                EXIT WHEN pg_catalog.cardinality(chosen) >= max_paths;
+                -- Past the deadline, keep what is chosen (at least the best path).
+                EXIT WHEN pg_catalog.cardinality(chosen) > 0 AND pg_catalog.clock_timestamp() >= deadline;
+                CONTINUE WHEN candidate.relationship_ids OPERATOR(pg_catalog.<@) chosen_relationships;
+                path_bytes := pg_catalog.octet_length(candidate.path::text) + 2;
+                CONTINUE WHEN used_bytes + path_bytes > max_path_bytes;
+                used_bytes := used_bytes + path_bytes;
+                chosen := chosen || candidate.path;
+                chosen_relationships := chosen_relationships || candidate.relationship_ids;
+                path_entities := path_entities || pg_catalog.array_remove(candidate.entity_ids, NULL);
+            END LOOP;
+        END IF;
+        IF pg_catalog.cardinality(seed_ids) > 0 AND max_paths > 0 AND pg_catalog.clock_timestamp() >= deadline THEN
+            degraded := degraded || 'discovery_time_budget'::text;
+        END IF;
     END IF;
 
     answer := JSON_OBJECT('discovery_paths': pg_catalog.to_jsonb(chosen) RETURNING jsonb);
