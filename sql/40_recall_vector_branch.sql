@@ -211,6 +211,7 @@ DECLARE
     created_upper timestamptz;
     type_values dm_private.memory_type [];
     few_enough boolean := false;
+    eligible_first_bound numeric;
     scopes text [];
     source_groups text [];
     memory_types text [];
@@ -224,7 +225,7 @@ BEGIN
     -- dm_private.recall_vector_access_path's query, inline (one function
     -- call and its result set fewer per recall)
     SELECT CASE WHEN tvi.index_name IS NULL THEN 'exact' ELSE 'hnsw_partial' END AS access_path,
-           tvi.index_name, c.contract_id, c.dimensions
+           tvi.index_name, tvi.vector_count, c.contract_id, c.dimensions
     INTO chosen
     FROM dm_private.embedding_contracts AS c
     LEFT JOIN dm_private.team_vector_indexes AS tvi ON tvi.team_id = team AND tvi.contract_id = c.contract_id
@@ -272,21 +273,30 @@ BEGIN
     -- documents its filters can keep are few, rank exactly those documents'
     -- vectors instead of walking the index. The walk drops every row a filter
     -- rejects, so a filter that keeps little makes it read up to
-    -- max_scan_tuples index rows (164-410 ms on the 1M bench's 10k+ teams
-    -- for a source group that matches nothing, against 4-15 ms unfiltered)
-    -- and still miss some of the exact nearest (recall 0.91-0.96 for windows
-    -- and memory types). Decided by one bounded index-only count on
+    -- max_scan_tuples index rows (120-450 ms on the 1M bench's 10k+ teams
+    -- for a day's window or a source group that matches nothing, against
+    -- 4-15 ms unfiltered) and still miss some of the exact nearest (recall
+    -- 0.46-0.98). Decided by one bounded index-only count on
     -- search_documents_filter_idx (migration 0051) or, for a time bound
-    -- alone, search_documents_created_at_idx (0026): the documents matching
-    -- the memory types, source groups and creation bounds, an upper bound
-    -- of the eligible set. Below the threshold (search-index profile
-    -- index.hnsw.eligible_first_max, default 2,000: the measured crossover,
-    -- docs/RECALL.md, vector branch session 7b) the eligible-first statement
-    -- is cheaper than the walk; and it is the exact oracle's answer by
-    -- construction (the same distance expression and order as force_path =>
-    -- 'exact'). Custom plans for both (the NULL filters fold away and what
-    -- is left is an index range); enable_indexscan for the index-only count.
+    -- alone, search_documents_created_at_idx (0026): M, the documents
+    -- matching the memory types, source groups and creation bounds (an
+    -- upper bound of the eligible set). The eligible-first statement costs
+    -- about a x M, the walk about b x cap x N / M (it reads index rows until
+    -- cap of them pass the filters, and a fraction M / N pass), N the team's
+    -- vectors when its index was built (team_vector_indexes.vector_count; a
+    -- team that grew since gets a lower bound, so more walks, never fewer).
+    -- So: eligible first when M^2 < k x cap x N, k the search-index profile's
+    -- index.hnsw.eligible_first_factor (default 3: on 252 filtered calls of
+    -- the 1M bench's 10k+ teams it picked the faster statement in all but
+    -- 2, and a fixed bound on M in 18 or more; docs/RECALL.md, vector branch
+    -- session 7b). The eligible-first statement is the exact oracle's answer
+    -- by construction (the same distance expression and order as force_path
+    -- => 'exact'). Custom plans for both (the NULL filters fold away and
+    -- what is left is an index range); enable_indexscan for the index-only
+    -- count.
     IF path = 'hnsw_partial' AND force_path IS NULL AND filtered THEN
+        eligible_first_bound := COALESCE((settings #>> '{index,hnsw,eligible_first_factor}')::numeric, 3)
+                                * cap * COALESCE(chosen.vector_count, 0);
         time_bounded := created_after IS NOT NULL OR created_before IS NOT NULL OR has_window;
         -- GREATEST and LEAST ignore NULLs: the tightest of the request's
         -- bounds, a superset of what the exact predicates below keep
@@ -294,15 +304,14 @@ BEGIN
                                   '-infinity'::timestamptz);
         created_upper := COALESCE(LEAST(created_before, CASE WHEN has_window THEN window_to END),
                                   'infinity'::timestamptz);
-        -- the requested types as enum values (an unknown name matches no
-        -- document, as in the text comparison), so the index can use them
+        -- the requested types as enum values, so that the index can use them
         IF memory_types IS NOT NULL THEN
             type_values := ARRAY(SELECT v FROM pg_catalog.unnest(pg_catalog.enum_range(NULL::dm_private.memory_type)) AS v
                                  WHERE v::text = ANY (memory_types));
         END IF;
         setting := pg_catalog.set_config('plan_cache_mode', 'force_custom_plan', true);
         setting := pg_catalog.set_config('enable_indexscan', 'on', true);
-        SELECT pg_catalog.count(*) < COALESCE((settings #>> '{index,hnsw,eligible_first_max}')::integer, 2000)
+        SELECT pg_catalog.count(*)::numeric ^ 2 < eligible_first_bound
         INTO few_enough
         FROM (SELECT 1 FROM dm_private.search_documents AS d
               WHERE d.team_id = team AND d.subject_kind = 'evidence'
@@ -310,7 +319,7 @@ BEGIN
                 AND (source_groups IS NULL OR d.source_group = ANY (source_groups))
                 AND (NOT time_bounded OR (d.source_created_at >= created_lower
                                           AND d.source_created_at <= created_upper))
-              LIMIT COALESCE((settings #>> '{index,hnsw,eligible_first_max}')::integer, 2000)) AS x;
+              LIMIT pg_catalog.ceil(pg_catalog.sqrt(eligible_first_bound))::bigint) AS x;
         IF few_enough THEN
             -- the exact path's eligible-first statement, with the index
             -- conditions above added (implied by the exact predicates)
