@@ -7,9 +7,10 @@ team's vectors when its index was built, k the search-index profile's index.hnsw
 default 3) ranks exactly those documents' vectors: the exact oracle's answer.
 
 Here the team has 1,500 vectors drawn at random in all 384 dimensions (no cluster structure) and the
-walk keeps a candidate list of 50 and may read at most 300 index rows (hnsw.ef_search, max_scan_tuples), a
-scaled-down 1M-bench team (200 candidates and 20,000 rows of up to 134k vectors): the walk alone misses rows under every selective filter, so each check below
-fails without the eligible-first rule.
+walk keeps a candidate list of 50 and reads at most 300 index rows (hnsw.ef_search, max_scan_tuples):
+a scaled-down 1M-bench team (200 candidates, 20,000 rows, up to 134k vectors). The walk alone misses
+rows under every selective filter that keeps something, so the checks below fail without the
+eligible-first rule.
 """
 
 from __future__ import annotations
@@ -43,7 +44,8 @@ SELECT ARRAY(SELECT h.evidence_id::text || ':' || h.branch_score::text
              FROM v, r, dm_private.recall_vector_candidates(%(t)s, %(q)s::vector, r.r, v.s) AS h
              ORDER BY h.branch_rank) AS chosen,
        ARRAY(SELECT h.evidence_id::text || ':' || h.branch_score::text
-             FROM v, r, dm_private.recall_vector_candidates(%(t)s, %(q)s::vector, r.r, v.s, 'hnsw_partial') AS h
+             FROM v, r,
+                  dm_private.recall_vector_candidates(%(t)s, %(q)s::vector, r.r, v.s, 'hnsw_partial') AS h
              ORDER BY h.branch_rank) AS walk,
        ARRAY(SELECT h.evidence_id::text || ':' || h.branch_score::text
              FROM v, r, dm_private.recall_vector_candidates(%(t)s, %(q)s::vector, r.r, v.s, 'exact') AS h
@@ -108,11 +110,20 @@ SELECTIVE: dict[str, tuple[dict[str, Any], int]] = {
     "time window": ({"time_window": {"from": _hour(900), "to": _hour(1079)}}, 180),
     "open-ended time window": ({"time_window": {"to": _hour(89)}}, 90),
     "type and window": (
-        {"filters": {"memory_type": ["workflow", "episodic"]}, "time_window": {"from": _hour(0), "to": _hour(499)}},
+        {
+            "filters": {"memory_type": ["workflow", "episodic"]},
+            "time_window": {"from": _hour(0), "to": _hour(499)},
+        },
         200,
     ),
     "group, type and creation": (
-        {"filters": {"source_group": ["g1", "rare"], "memory_type": ["conversation"], "created_after": _hour(300)}},
+        {
+            "filters": {
+                "source_group": ["g1", "rare"],
+                "memory_type": ["conversation"],
+                "created_after": _hour(300),
+            }
+        },
         240,
     ),
 }
