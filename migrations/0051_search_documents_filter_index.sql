@@ -10,10 +10,13 @@
 -- documents the filters can keep (one bounded index-only range) and, when
 -- they are few, ranks exactly those documents' vectors instead of walking
 -- (sql/40_recall_vector_branch.sql): exact by construction and cheaper. The
--- leading team_id keeps the key team-first; memory_type, source_group and
--- source_created_at are set when a document is written and rarely change, so
--- the index adds one entry per document write and does not block HOT
--- updates of the embedding worker's state columns.
+-- leading team_id keeps the key team-first. Write cost: one index entry per
+-- new row version of an evidence document that is not a HOT update (the
+-- insert, and updates that already change an indexed column, such as the
+-- embedding worker's search_state); memory_type, source_group and
+-- source_created_at are set when a document is written, so the index makes
+-- no update non-HOT that was HOT before. Size on the 1M bench: see
+-- docs/RECALL.md (vector branch, session 7b).
 
 SET LOCAL ROLE densemem_owner;
 
