@@ -16,6 +16,10 @@
 --                 an exact re-sort) keep pulling when eligibility filters
 --                 rows out. A shared HNSW index over all teams is avoided on
 --                 purpose: filtering after the scan starves small teams.
+--                 A filtered request whose filters keep few of the team's
+--                 documents (one bounded index count, see below) ranks those
+--                 documents exactly instead: the walk would read many rows
+--                 for little, and miss some of the exact nearest.
 --
 -- Planner settings are attached to the function (SET clauses), never SET
 -- LOCAL: they hold inside the call and are restored after it, with or
