@@ -16,6 +16,10 @@
 --                 an exact re-sort) keep pulling when eligibility filters
 --                 rows out. A shared HNSW index over all teams is avoided on
 --                 purpose: filtering after the scan starves small teams.
+--                 A filtered request whose filters keep few of the team's
+--                 documents (one bounded index count, see below) ranks those
+--                 documents exactly instead: the walk would read many rows
+--                 for little, and miss some of the exact nearest.
 --
 -- Planner settings are attached to the function (SET clauses), never SET
 -- LOCAL: they hold inside the call and are restored after it, with or
@@ -205,6 +209,13 @@ DECLARE
     window_is_small boolean := false;
     window_lower timestamptz;
     window_upper timestamptz;
+    filtered boolean;
+    time_bounded boolean;
+    created_lower timestamptz;
+    created_upper timestamptz;
+    type_values dm_private.memory_type [];
+    few_enough boolean := false;
+    eligible_first_bound numeric;
     scopes text [];
     source_groups text [];
     memory_types text [];
@@ -218,7 +229,7 @@ BEGIN
     -- dm_private.recall_vector_access_path's query, inline (one function
     -- call and its result set fewer per recall)
     SELECT CASE WHEN tvi.index_name IS NULL THEN 'exact' ELSE 'hnsw_partial' END AS access_path,
-           tvi.index_name, c.contract_id, c.dimensions
+           tvi.index_name, tvi.vector_count, c.contract_id, c.dimensions
     INTO chosen
     FROM dm_private.embedding_contracts AS c
     LEFT JOIN dm_private.team_vector_indexes AS tvi ON tvi.team_id = team AND tvi.contract_id = c.contract_id
@@ -259,6 +270,107 @@ BEGIN
     window_from := (req ->> 'window_from')::timestamptz;
     window_to := (req ->> 'window_to')::timestamptz;
     scopes := dm_private.authenticated_scopes();
+    filtered := source_groups IS NOT NULL OR memory_types IS NOT NULL
+                OR created_after IS NOT NULL OR created_before IS NOT NULL OR has_window;
+    -- A filtered request on a team with its own HNSW index (the default
+    -- path only: force_path => 'hnsw_partial' always walks): when the
+    -- documents its filters can keep are few, rank exactly those documents'
+    -- vectors instead of walking the index. The walk drops every row a filter
+    -- rejects, so a filter that keeps little makes it read up to
+    -- max_scan_tuples index rows (120-450 ms on the 1M bench's 10k+ teams
+    -- for a day's window or a source group that matches nothing, against
+    -- 4-15 ms unfiltered) and still miss some of the exact nearest (recall
+    -- 0.46-0.98). Decided by one bounded index-only count on
+    -- search_documents_filter_idx (migration 0051) or, for a time bound
+    -- alone, search_documents_created_at_idx (0026): M, the documents
+    -- matching the memory types, source groups and creation bounds (an
+    -- upper bound of the eligible set). The eligible-first statement costs
+    -- about a x M, the walk about b x cap x N / M (it reads index rows until
+    -- cap of them pass the filters, and a fraction M / N pass), N the team's
+    -- vectors when its index was built (team_vector_indexes.vector_count; a
+    -- team that grew since gets a lower bound, so more walks, never fewer).
+    -- So: eligible first when M^2 < k x cap x N, k the search-index profile's
+    -- index.hnsw.eligible_first_factor (default 3: on 252 filtered calls of
+    -- the 1M bench's 10k+ teams it picked the faster statement in all but
+    -- 2, and a fixed bound on M in 18 or more; docs/RECALL.md, vector branch
+    -- session 7b). The eligible-first statement is the exact oracle's answer
+    -- by construction (the same distance expression and order as force_path
+    -- => 'exact'). Custom plans for both (the NULL filters fold away and
+    -- what is left is an index range); enable_indexscan for the index-only
+    -- count.
+    IF path = 'hnsw_partial' AND force_path IS NULL AND filtered THEN
+        eligible_first_bound := COALESCE((settings #>> '{index,hnsw,eligible_first_factor}')::numeric, 3)
+                                * cap * COALESCE(chosen.vector_count, 0);
+        time_bounded := created_after IS NOT NULL OR created_before IS NOT NULL OR has_window;
+        -- GREATEST and LEAST ignore NULLs: the tightest of the request's
+        -- bounds, a superset of what the exact predicates below keep
+        created_lower := COALESCE(GREATEST(created_after, CASE WHEN has_window THEN window_from END),
+                                  '-infinity'::timestamptz);
+        created_upper := COALESCE(LEAST(created_before, CASE WHEN has_window THEN window_to END),
+                                  'infinity'::timestamptz);
+        -- the requested types as enum values, so that the index can use them
+        IF memory_types IS NOT NULL THEN
+            type_values := ARRAY(SELECT v FROM pg_catalog.unnest(pg_catalog.enum_range(NULL::dm_private.memory_type)) AS v
+                                 WHERE v::text = ANY (memory_types));
+        END IF;
+        setting := pg_catalog.set_config('plan_cache_mode', 'force_custom_plan', true);
+        setting := pg_catalog.set_config('enable_indexscan', 'on', true);
+        SELECT pg_catalog.count(*)::numeric ^ 2 < eligible_first_bound
+        INTO few_enough
+        FROM (SELECT 1 FROM dm_private.search_documents AS d
+              WHERE d.team_id = team AND d.subject_kind = 'evidence'
+                AND (type_values IS NULL OR d.memory_type = ANY (type_values))
+                AND (source_groups IS NULL OR d.source_group = ANY (source_groups))
+                AND (NOT time_bounded OR (d.source_created_at >= created_lower
+                                          AND d.source_created_at <= created_upper))
+              LIMIT pg_catalog.ceil(pg_catalog.sqrt(eligible_first_bound))::bigint) AS x;
+        IF few_enough THEN
+            -- the exact path's eligible-first statement, with the index
+            -- conditions above added (implied by the exact predicates)
+            WITH eligible AS MATERIALIZED (
+                SELECT d.document_id, d.subject_id, d.document_version, d.source_version
+                FROM dm_private.search_documents AS d
+                WHERE d.team_id = team
+                  AND d.subject_kind = 'evidence'
+                  AND (type_values IS NULL OR d.memory_type = ANY (type_values))
+                  AND (NOT time_bounded OR (d.source_created_at >= created_lower
+                                            AND d.source_created_at <= created_upper))
+                  AND d.is_recallable
+                  AND d.owner_profile_id <> ALL (disabled)
+                  AND (d.valid_from IS NULL OR d.valid_from <= valid_at)
+                  AND (d.valid_to IS NULL OR d.valid_to > valid_at)
+                  AND (d.known_from IS NULL OR d.known_from <= known_at)
+                  AND (d.known_to IS NULL OR d.known_to > known_at)
+                  AND d.policy_labels <@ scopes
+                  AND (source_groups IS NULL OR d.source_group = ANY (source_groups))
+                  AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
+                  AND (created_after IS NULL OR d.source_created_at >= created_after)
+                  AND (created_before IS NULL OR d.source_created_at < created_before)
+                  AND (NOT has_window OR (d.source_created_at IS NOT NULL
+                                          AND (window_from IS NULL OR d.source_created_at >= window_from)
+                                          AND (window_to IS NULL OR d.source_created_at <= window_to)))
+                  AND d.subject_id <> ALL (known_ids)),
+            scored AS (
+                SELECT el.document_id, el.subject_id, e.embedding OPERATOR(public.<=>) q AS distance
+                FROM eligible AS el
+                JOIN dm_private.document_embeddings AS e
+                  ON e.team_id = team AND e.document_id = el.document_id AND e.contract_id = chosen.contract_id
+                WHERE e.document_version = el.document_version
+                  AND e.source_version = el.source_version
+                ORDER BY distance, el.subject_id
+                LIMIT cap)
+            SELECT ARRAY(
+                       SELECT ROW('vector', s.document_id, s.subject_id,
+                                  (pg_catalog.row_number() OVER (ORDER BY s.distance, s.subject_id))::integer,
+                                  s.distance::double precision)::dm_private.recall_branch_hit
+                       FROM scored AS s
+                       ORDER BY s.distance, s.subject_id)
+            INTO hits;
+            path := 'eligible_first';
+        END IF;
+        setting := pg_catalog.set_config('plan_cache_mode', 'force_generic_plan', true);
+        setting := pg_catalog.set_config('enable_indexscan', 'off', true);
+    END IF;
     -- The index settings and the sort switch matter only to the HNSW walk
     -- (the exact path runs with the SET clauses' defaults). Assignments, not
     -- PERFORM: a simple expression, not a statement per setting.
@@ -415,6 +527,8 @@ BEGIN
                        ORDER BY s.distance, s.subject_id)
             INTO hits;
         END IF;
+    ELSIF path = 'eligible_first' THEN
+        NULL;  -- ranked above
     ELSIF chosen.dimensions = 384 THEN
         -- The HNSW path for the 384-dimension contract (the index
         -- expression's typmod is part of the statement): recall_vector_sql's

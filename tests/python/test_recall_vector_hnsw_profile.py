@@ -152,7 +152,14 @@ def test_a_filtered_request_walks_with_ef_search_filtered_and_an_unfiltered_one_
         def walk(query: list[float], hnsw: dict[str, Any], request: dict[str, Any]) -> list[str]:
             cur.execute(
                 WALK_SQL,
-                {"t": team, "q": json.dumps(query), "hnsw": json.dumps(hnsw), "request": json.dumps(request)},
+                # eligible_first_factor 0: the walk even for this window of 600 documents (the
+                # eligible-first rule would rank them exactly: test_recall_vector_selective.py)
+                {
+                    "t": team,
+                    "q": json.dumps(query),
+                    "hnsw": json.dumps(hnsw | {"eligible_first_factor": 0}),
+                    "request": json.dumps(request),
+                },
             )
             row = cur.fetchone()
             assert row is not None
