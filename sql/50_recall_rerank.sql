@@ -94,6 +94,7 @@ DECLARE
     all_q tsquery;
     clock timestamptz := COALESCE((req ->> 'now')::timestamptz, pg_catalog.now());
     anchors text [] := '{}';
+    anchor_patterns text [] := '{}';
     phrases text [] := '{}';
     -- the phrases and the all-terms query the scoring statement evaluates:
     -- none when their signal is only weighted by 0 and not shown (below)
@@ -180,6 +181,15 @@ BEGIN
     END IF;
     IF req -> 'anchors' IS NOT NULL AND req -> 'anchors' <> '[]'::jsonb THEN
         anchors := ARRAY(SELECT pg_catalog.lower(a) FROM pg_catalog.jsonb_array_elements_text(req -> 'anchors') AS a);
+        -- each anchor's regular expression, built once per call: the
+        -- scoring statements apply dm_private.recall_has_anchors' test
+        -- inline with these (calling it built every pattern again for every
+        -- candidate, in an SQL function run per candidate: with one anchor
+        -- and one phrase, 23.5 M instructions per ranking call against 6.3 M
+        -- without either; session 7)
+        anchor_patterns := ARRAY(SELECT dm_private.recall_anchor_pattern(a.anchor)
+                                 FROM pg_catalog.unnest(anchors) WITH ORDINALITY AS a (anchor, o)
+                                 ORDER BY a.o);
     END IF;
     IF req -> 'phrases' IS NOT NULL AND req -> 'phrases' <> '[]'::jsonb THEN
         phrases := ARRAY(SELECT pg_catalog.lower(p) FROM pg_catalog.jsonb_array_elements_text(req -> 'phrases') AS p);
@@ -288,7 +298,15 @@ BEGIN
                   ON x.team_id = team AND x.document_id = f.document_id AND (x.subject_id = f.evidence_id) IS TRUE
                 WHERE x.subject_kind = 'evidence'
                   AND x.policy_labels <@ scopes
-                  AND (pg_catalog.cardinality(anchors) = 0 OR dm_private.recall_has_anchors(x.body, anchors))
+                  AND (pg_catalog.cardinality(anchors) = 0 OR NOT EXISTS (
+                      -- dm_private.recall_has_anchors(x.body, anchors), inline with each
+                      -- anchor's pattern built once per call (anchor_patterns)
+                      SELECT 1
+                      FROM (SELECT pg_catalog.lower(COALESCE(x.body, '')) AS text OFFSET 0) AS b
+                      CROSS JOIN ROWS FROM (pg_catalog.unnest(anchors), pg_catalog.unnest(anchor_patterns))
+                          AS a (anchor, pattern)
+                      WHERE NOT (pg_catalog.strpos(b.text, pg_catalog.lower(a.anchor)) > 0
+                                 AND b.text OPERATOR(pg_catalog.~) a.pattern)))
             ),
             signals AS (
                 SELECT a.document_id, a.evidence_id, a.fulltext_rank, a.vector_rank, a.exact_rank, a.fusion_rank,
@@ -445,7 +463,15 @@ BEGIN
                   ON x.team_id = team AND x.document_id = f.document_id AND (x.subject_id = f.evidence_id) IS TRUE
                 WHERE x.subject_kind = 'evidence'
                   AND x.policy_labels <@ scopes
-                  AND (pg_catalog.cardinality(anchors) = 0 OR dm_private.recall_has_anchors(x.body, anchors))
+                  AND (pg_catalog.cardinality(anchors) = 0 OR NOT EXISTS (
+                      -- dm_private.recall_has_anchors(x.body, anchors), inline with each
+                      -- anchor's pattern built once per call (anchor_patterns)
+                      SELECT 1
+                      FROM (SELECT pg_catalog.lower(COALESCE(x.body, '')) AS text OFFSET 0) AS b
+                      CROSS JOIN ROWS FROM (pg_catalog.unnest(anchors), pg_catalog.unnest(anchor_patterns))
+                          AS a (anchor, pattern)
+                      WHERE NOT (pg_catalog.strpos(b.text, pg_catalog.lower(a.anchor)) > 0
+                                 AND b.text OPERATOR(pg_catalog.~) a.pattern)))
             ),
             signals AS (
                 SELECT a.document_id, a.evidence_id, a.fulltext_rank, a.vector_rank, a.exact_rank, a.fusion_rank,
@@ -593,7 +619,15 @@ BEGIN
             WHERE x.team_id = team AND x.subject_kind = 'evidence'
               AND x.document_id = ANY (ARRAY(SELECT f.document_id FROM pg_catalog.unnest(fused) AS f))
               AND x.policy_labels <@ scopes
-              AND (pg_catalog.cardinality(anchors) = 0 OR dm_private.recall_has_anchors(x.body, anchors))
+              AND (pg_catalog.cardinality(anchors) = 0 OR NOT EXISTS (
+                  -- dm_private.recall_has_anchors(x.body, anchors), inline with each
+                  -- anchor's pattern built once per call (anchor_patterns)
+                  SELECT 1
+                  FROM (SELECT pg_catalog.lower(COALESCE(x.body, '')) AS text OFFSET 0) AS b
+                  CROSS JOIN ROWS FROM (pg_catalog.unnest(anchors), pg_catalog.unnest(anchor_patterns))
+                      AS a (anchor, pattern)
+                  WHERE NOT (pg_catalog.strpos(b.text, pg_catalog.lower(a.anchor)) > 0
+                             AND b.text OPERATOR(pg_catalog.~) a.pattern)))
         ),
         anchored AS (
             SELECT f.document_id, f.evidence_id, f.relevance AS fused_relevance,
@@ -820,20 +854,30 @@ BEGIN
     -- vectors when both exist (always, when `complete`), else trigram
     -- similarity of the heads, NULL as 0 (recall_similarity_matrix's
     -- expression); and, in the same pass, the pairs that are exact or near
-    -- duplicates, as i * 2^32 + j. The lateral series fixes the order: i
-    -- ascending, then j ascending.
+    -- duplicates, as i * 2^32 + j. One series over the pair positions
+    -- k = (i - 1) * (i - 2) / 2 + j fixes the order (i ascending, then j
+    -- ascending) and gives i as the least integer with i * (i - 1) / 2 >= k,
+    -- ceil((1 + sqrt(1 + 8k)) / 2): exact, since 1 + 8k is a perfect square
+    -- (2i - 1)^2 exactly when k = i * (i - 1) / 2 (sqrt is correctly rounded,
+    -- so exact there) and otherwise its root is far from an integer next to
+    -- the float error at these sizes. (Session 7: the series of j per i was
+    -- a function scan run again for each i, n - 1 tuplestores per call.)
     IF n > 1 THEN
         SELECT pg_catalog.array_agg(q.sim),
                pg_catalog.array_agg(q.i::bigint * 4294967296 + q.j) FILTER (WHERE keys[q.i] = keys[q.j] OR q.sim >= duplicate_at)
         INTO sims, duplicates
-        FROM (SELECT i.i, j.j,
-                     CASE WHEN complete THEN 1.0 - (emb[i.i] OPERATOR(public.<=>) emb[j.j])
-                     ELSE COALESCE(CASE WHEN emb[i.i] IS NOT NULL AND emb[j.j] IS NOT NULL
-                                        THEN 1.0 - (emb[i.i] OPERATOR(public.<=>) emb[j.j])
-                                        ELSE public.similarity(heads[i.i], heads[j.j]) END, 0)
+        FROM (SELECT p.i, p.j,
+                     CASE WHEN complete THEN 1.0 - (emb[p.i] OPERATOR(public.<=>) emb[p.j])
+                     ELSE COALESCE(CASE WHEN emb[p.i] IS NOT NULL AND emb[p.j] IS NOT NULL
+                                        THEN 1.0 - (emb[p.i] OPERATOR(public.<=>) emb[p.j])
+                                        ELSE public.similarity(heads[p.i], heads[p.j]) END, 0)
                      END::double precision AS sim
-              FROM pg_catalog.generate_subscripts(emb, 1) AS i (i)
-              CROSS JOIN LATERAL pg_catalog.generate_series(1, i.i - 1) AS j (j)) AS q;
+              FROM (SELECT r.i, (r.k - (r.i - 1)::bigint * (r.i - 2) / 2)::integer AS j
+                    FROM (SELECT k.k,
+                                 pg_catalog.ceil((1 + pg_catalog.sqrt(1 + 8 * k.k::double precision)) / 2)::integer AS i
+                          FROM pg_catalog.generate_series(1::bigint, n::bigint * (n - 1) / 2) AS k (k)
+                          -- OFFSET 0: i computed once per pair, not at every reference
+                          OFFSET 0) AS r) AS p) AS q;
     END IF;
     live := pg_catalog.array_fill(true, ARRAY[n]);
     collapsed := pg_catalog.array_fill(NULL::uuid, ARRAY[n]);
