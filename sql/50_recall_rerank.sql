@@ -181,12 +181,7 @@ BEGIN
     END IF;
     IF req -> 'anchors' IS NOT NULL AND req -> 'anchors' <> '[]'::jsonb THEN
         anchors := ARRAY(SELECT pg_catalog.lower(a) FROM pg_catalog.jsonb_array_elements_text(req -> 'anchors') AS a);
-        -- each anchor's regular expression, built once per call: the
-        -- scoring statements apply dm_private.recall_has_anchors' test
-        -- inline with these (calling it built every pattern again for every
-        -- candidate, in an SQL function run per candidate: with one anchor
-        -- and one phrase, 23.5 M instructions per ranking call against 6.3 M
-        -- without either; session 7)
+        -- each anchor's regular expression, built once per call (below)
         anchor_patterns := ARRAY(SELECT dm_private.recall_anchor_pattern(a.anchor)
                                  FROM pg_catalog.unnest(anchors) WITH ORDINALITY AS a (anchor, o)
                                  ORDER BY a.o);
@@ -238,6 +233,35 @@ BEGIN
                        WHERE s.team_id = team AND s.usage_snapshot_id = snapshot) THEN
             RAISE EXCEPTION 'usage snapshot % does not exist in this team', snapshot USING ERRCODE = '22023';
         END IF;
+    END IF;
+    IF pg_catalog.cardinality(anchors) > 0 THEN
+        -- the hard anchors (dm_private.recall_has_anchors' test, inline with
+        -- each anchor's pattern built once per call): the candidates whose
+        -- document lacks one leave the fused list before scoring, in its
+        -- order. The scoring statements keep no anchor test (a subquery test
+        -- there cost every call, anchors or not, its start-up); what they
+        -- drop for other reasons (no such document, another subject, policy)
+        -- they still drop, and every signal is a function of a candidate's
+        -- own document or of the candidates kept (the temporal rank, the
+        -- context lift): the same rows and values as the anchor test in their
+        -- WHERE clause gave (session 7; calling recall_has_anchors, an SQL
+        -- function, per candidate built every pattern again per candidate:
+        -- 23.5 M instructions per ranking call with one anchor and one phrase)
+        fused := ARRAY(
+            SELECT fused[o.o]
+            FROM pg_catalog.generate_subscripts(fused, 1) AS o (o)
+            WHERE NOT EXISTS (
+                SELECT 1
+                FROM dm_private.search_documents AS x
+                WHERE x.team_id = team AND x.document_id = (fused[o.o]).document_id
+                  AND EXISTS (
+                      SELECT 1
+                      FROM (SELECT pg_catalog.lower(COALESCE(x.body, '')) AS text OFFSET 0) AS b
+                      CROSS JOIN ROWS FROM (pg_catalog.unnest(anchors), pg_catalog.unnest(anchor_patterns))
+                          AS a (anchor, pattern)
+                      WHERE NOT (pg_catalog.strpos(b.text, pg_catalog.lower(a.anchor)) > 0
+                                 AND b.text OPERATOR(pg_catalog.~) a.pattern)))
+            ORDER BY o.o);
     END IF;
     -- candidates beyond twice the picks never win an MMR step against the
     -- top of the list (recall_mmr's pool): without explain, only these rows
@@ -298,15 +322,6 @@ BEGIN
                   ON x.team_id = team AND x.document_id = f.document_id AND (x.subject_id = f.evidence_id) IS TRUE
                 WHERE x.subject_kind = 'evidence'
                   AND x.policy_labels <@ scopes
-                  AND (pg_catalog.cardinality(anchors) = 0 OR NOT EXISTS (
-                      -- dm_private.recall_has_anchors(x.body, anchors), inline with each
-                      -- anchor's pattern built once per call (anchor_patterns)
-                      SELECT 1
-                      FROM (SELECT pg_catalog.lower(COALESCE(x.body, '')) AS text OFFSET 0) AS b
-                      CROSS JOIN ROWS FROM (pg_catalog.unnest(anchors), pg_catalog.unnest(anchor_patterns))
-                          AS a (anchor, pattern)
-                      WHERE NOT (pg_catalog.strpos(b.text, pg_catalog.lower(a.anchor)) > 0
-                                 AND b.text OPERATOR(pg_catalog.~) a.pattern)))
             ),
             signals AS (
                 SELECT a.document_id, a.evidence_id, a.fulltext_rank, a.vector_rank, a.exact_rank, a.fusion_rank,
@@ -463,15 +478,6 @@ BEGIN
                   ON x.team_id = team AND x.document_id = f.document_id AND (x.subject_id = f.evidence_id) IS TRUE
                 WHERE x.subject_kind = 'evidence'
                   AND x.policy_labels <@ scopes
-                  AND (pg_catalog.cardinality(anchors) = 0 OR NOT EXISTS (
-                      -- dm_private.recall_has_anchors(x.body, anchors), inline with each
-                      -- anchor's pattern built once per call (anchor_patterns)
-                      SELECT 1
-                      FROM (SELECT pg_catalog.lower(COALESCE(x.body, '')) AS text OFFSET 0) AS b
-                      CROSS JOIN ROWS FROM (pg_catalog.unnest(anchors), pg_catalog.unnest(anchor_patterns))
-                          AS a (anchor, pattern)
-                      WHERE NOT (pg_catalog.strpos(b.text, pg_catalog.lower(a.anchor)) > 0
-                                 AND b.text OPERATOR(pg_catalog.~) a.pattern)))
             ),
             signals AS (
                 SELECT a.document_id, a.evidence_id, a.fulltext_rank, a.vector_rank, a.exact_rank, a.fusion_rank,
@@ -619,15 +625,6 @@ BEGIN
             WHERE x.team_id = team AND x.subject_kind = 'evidence'
               AND x.document_id = ANY (ARRAY(SELECT f.document_id FROM pg_catalog.unnest(fused) AS f))
               AND x.policy_labels <@ scopes
-              AND (pg_catalog.cardinality(anchors) = 0 OR NOT EXISTS (
-                  -- dm_private.recall_has_anchors(x.body, anchors), inline with each
-                  -- anchor's pattern built once per call (anchor_patterns)
-                  SELECT 1
-                  FROM (SELECT pg_catalog.lower(COALESCE(x.body, '')) AS text OFFSET 0) AS b
-                  CROSS JOIN ROWS FROM (pg_catalog.unnest(anchors), pg_catalog.unnest(anchor_patterns))
-                      AS a (anchor, pattern)
-                  WHERE NOT (pg_catalog.strpos(b.text, pg_catalog.lower(a.anchor)) > 0
-                             AND b.text OPERATOR(pg_catalog.~) a.pattern)))
         ),
         anchored AS (
             SELECT f.document_id, f.evidence_id, f.relevance AS fused_relevance,
