@@ -247,21 +247,25 @@ BEGIN
         -- WHERE clause gave (session 7; calling recall_has_anchors, an SQL
         -- function, per candidate built every pattern again per candidate:
         -- 23.5 M instructions per ranking call with one anchor and one phrase)
+        -- (per candidate, a scalar subquery on the primary key: as NOT EXISTS
+        -- in WHERE, the planner made it an anti-join that tested every
+        -- document of the team)
         fused := ARRAY(
-            SELECT fused[o.o]
-            FROM pg_catalog.generate_subscripts(fused, 1) AS o (o)
-            WHERE NOT EXISTS (
-                SELECT 1
-                FROM dm_private.search_documents AS x
-                WHERE x.team_id = team AND x.document_id = (fused[o.o]).document_id
-                  AND EXISTS (
-                      SELECT 1
-                      FROM (SELECT pg_catalog.lower(COALESCE(x.body, '')) AS text OFFSET 0) AS b
-                      CROSS JOIN ROWS FROM (pg_catalog.unnest(anchors), pg_catalog.unnest(anchor_patterns))
-                          AS a (anchor, pattern)
-                      WHERE NOT (pg_catalog.strpos(b.text, pg_catalog.lower(a.anchor)) > 0
-                                 AND b.text OPERATOR(pg_catalog.~) a.pattern)))
-            ORDER BY o.o);
+            SELECT c.f
+            FROM (SELECT fused[o.o] AS f, o.o,
+                         (SELECT NOT EXISTS (
+                                     SELECT 1
+                                     FROM (SELECT pg_catalog.lower(COALESCE(x.body, '')) AS text OFFSET 0) AS b
+                                     CROSS JOIN ROWS FROM (pg_catalog.unnest(anchors),
+                                                           pg_catalog.unnest(anchor_patterns)) AS a (anchor, pattern)
+                                     WHERE NOT (pg_catalog.strpos(b.text, pg_catalog.lower(a.anchor)) > 0
+                                                AND b.text OPERATOR(pg_catalog.~) a.pattern))
+                          FROM dm_private.search_documents AS x
+                          WHERE x.team_id = team AND x.document_id = (fused[o.o]).document_id) AS anchored
+                  FROM pg_catalog.generate_subscripts(fused, 1) AS o (o)) AS c
+            -- no such document (NULL): kept here, dropped by the scoring join
+            WHERE c.anchored IS NOT FALSE
+            ORDER BY c.o);
     END IF;
     -- candidates beyond twice the picks never win an MMR step against the
     -- top of the list (recall_mmr's pool): without explain, only these rows
