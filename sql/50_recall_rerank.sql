@@ -94,6 +94,7 @@ DECLARE
     all_q tsquery;
     clock timestamptz := COALESCE((req ->> 'now')::timestamptz, pg_catalog.now());
     anchors text [] := '{}';
+    anchor_patterns text [] := '{}';
     phrases text [] := '{}';
     -- the phrases and the all-terms query the scoring statement evaluates:
     -- none when their signal is only weighted by 0 and not shown (below)
@@ -180,15 +181,25 @@ BEGIN
     END IF;
     IF req -> 'anchors' IS NOT NULL AND req -> 'anchors' <> '[]'::jsonb THEN
         anchors := ARRAY(SELECT pg_catalog.lower(a) FROM pg_catalog.jsonb_array_elements_text(req -> 'anchors') AS a);
+        -- each anchor's regular expression, built once per call (below)
+        anchor_patterns := ARRAY(SELECT dm_private.recall_anchor_pattern(a.anchor)
+                                 FROM pg_catalog.unnest(anchors) WITH ORDINALITY AS a (anchor, o)
+                                 ORDER BY a.o);
     END IF;
     IF req -> 'phrases' IS NOT NULL AND req -> 'phrases' <> '[]'::jsonb THEN
         phrases := ARRAY(SELECT pg_catalog.lower(p) FROM pg_catalog.jsonb_array_elements_text(req -> 'phrases') AS p);
     END IF;
     -- the all-terms query of the full-text branch (dm_private.recall_tsqueries'
     -- all_terms), computed here directly: one function call less per recall
-    all_q := pg_catalog.websearch_to_tsquery(config, COALESCE(query, ''));
-    IF pg_catalog.numnode(all_q) = 0 THEN
-        all_q := NULL;
+    -- (session 7) Not parsed when nothing reads it: without the scored rows
+    -- and with an exact-terms weight of +0, the query is only tested for
+    -- being empty, which sets that weight to 0, which it already is (a -0
+    -- weight would become +0: then it is parsed as before)
+    IF with_rows OR mix_exact <> 0 OR mix_exact::text <> '0' THEN
+        all_q := pg_catalog.websearch_to_tsquery(config, COALESCE(query, ''));
+        IF pg_catalog.numnode(all_q) = 0 THEN
+            all_q := NULL;
+        END IF;
     END IF;
     IF pg_catalog.cardinality(phrases) = 0 THEN mix_phrase := 0; END IF;
     IF all_q IS NULL THEN mix_exact := 0; END IF;
@@ -215,9 +226,46 @@ BEGIN
         lift_weight := GREATEST(lift_weight, 0);
         radius := LEAST(GREATEST(COALESCE((settings #>> '{context,radius}')::integer, 1), 1), 5);
     END IF;
-    IF snapshot IS NOT NULL AND NOT EXISTS (SELECT 1 FROM dm_private.usage_snapshots AS s
-                                            WHERE s.team_id = team AND s.usage_snapshot_id = snapshot) THEN
-        RAISE EXCEPTION 'usage snapshot % does not exist in this team', snapshot USING ERRCODE = '22023';
+    -- (the EXISTS only when a snapshot is named: an expression with a
+    -- subquery is a statement of its own, run even when snapshot IS NULL)
+    IF snapshot IS NOT NULL THEN
+        IF NOT EXISTS (SELECT 1 FROM dm_private.usage_snapshots AS s
+                       WHERE s.team_id = team AND s.usage_snapshot_id = snapshot) THEN
+            RAISE EXCEPTION 'usage snapshot % does not exist in this team', snapshot USING ERRCODE = '22023';
+        END IF;
+    END IF;
+    IF pg_catalog.cardinality(anchors) > 0 THEN
+        -- the hard anchors (dm_private.recall_has_anchors' test, inline with
+        -- each anchor's pattern built once per call): the candidates whose
+        -- document lacks one leave the fused list before scoring, in its
+        -- order. The scoring statements keep no anchor test (a subquery test
+        -- there cost every call, anchors or not, its start-up); what they
+        -- drop for other reasons (no such document, another subject, policy)
+        -- they still drop, and every signal is a function of a candidate's
+        -- own document or of the candidates kept (the temporal rank, the
+        -- context lift): the same rows and values as the anchor test in their
+        -- WHERE clause gave (session 7; calling recall_has_anchors, an SQL
+        -- function, per candidate built every pattern again per candidate:
+        -- 23.5 M instructions per ranking call with one anchor and one phrase)
+        -- (per candidate, a scalar subquery on the primary key: as NOT EXISTS
+        -- in WHERE, the planner made it an anti-join that tested every
+        -- document of the team)
+        fused := ARRAY(
+            SELECT c.f
+            FROM (SELECT fused[o.o] AS f, o.o,
+                         (SELECT NOT EXISTS (
+                                     SELECT 1
+                                     FROM (SELECT pg_catalog.lower(COALESCE(x.body, '')) AS text OFFSET 0) AS b
+                                     CROSS JOIN ROWS FROM (pg_catalog.unnest(anchors),
+                                                           pg_catalog.unnest(anchor_patterns)) AS a (anchor, pattern)
+                                     WHERE NOT (pg_catalog.strpos(b.text, pg_catalog.lower(a.anchor)) > 0
+                                                AND b.text OPERATOR(pg_catalog.~) a.pattern))
+                          FROM dm_private.search_documents AS x
+                          WHERE x.team_id = team AND x.document_id = (fused[o.o]).document_id) AS anchored
+                  FROM pg_catalog.generate_subscripts(fused, 1) AS o (o)) AS c
+            -- no such document (NULL): kept here, dropped by the scoring join
+            WHERE c.anchored IS NOT FALSE
+            ORDER BY c.o);
     END IF;
     -- candidates beyond twice the picks never win an MMR step against the
     -- top of the list (recall_mmr's pool): without explain, only these rows
@@ -278,7 +326,6 @@ BEGIN
                   ON x.team_id = team AND x.document_id = f.document_id AND (x.subject_id = f.evidence_id) IS TRUE
                 WHERE x.subject_kind = 'evidence'
                   AND x.policy_labels <@ scopes
-                  AND (pg_catalog.cardinality(anchors) = 0 OR dm_private.recall_has_anchors(x.body, anchors))
             ),
             signals AS (
                 SELECT a.document_id, a.evidence_id, a.fulltext_rank, a.vector_rank, a.exact_rank, a.fusion_rank,
@@ -435,7 +482,6 @@ BEGIN
                   ON x.team_id = team AND x.document_id = f.document_id AND (x.subject_id = f.evidence_id) IS TRUE
                 WHERE x.subject_kind = 'evidence'
                   AND x.policy_labels <@ scopes
-                  AND (pg_catalog.cardinality(anchors) = 0 OR dm_private.recall_has_anchors(x.body, anchors))
             ),
             signals AS (
                 SELECT a.document_id, a.evidence_id, a.fulltext_rank, a.vector_rank, a.exact_rank, a.fusion_rank,
@@ -583,7 +629,6 @@ BEGIN
             WHERE x.team_id = team AND x.subject_kind = 'evidence'
               AND x.document_id = ANY (ARRAY(SELECT f.document_id FROM pg_catalog.unnest(fused) AS f))
               AND x.policy_labels <@ scopes
-              AND (pg_catalog.cardinality(anchors) = 0 OR dm_private.recall_has_anchors(x.body, anchors))
         ),
         anchored AS (
             SELECT f.document_id, f.evidence_id, f.relevance AS fused_relevance,
@@ -782,12 +827,19 @@ BEGIN
     END IF;
     -- the pool's current vectors (recall_pool_vectors' rule: of the active
     -- contract and of the document's current document and source versions,
-    -- as the scoring statement read them), by primary key
-    SELECT pg_catalog.array_agg(e.embedding ORDER BY p.ord), pg_catalog.bool_and(e.embedding IS NOT NULL)
-    INTO emb, complete
+    -- as the scoring statement read them), by primary key; in the same
+    -- statement, each member's relevance term lambda * score / best_score
+    -- (recall_mmr's expression, the same operations: the same value) and the
+    -- pool's positions 1..n (the candidates standing before the collapse):
+    -- two statements fewer per call
+    best_score := GREATEST(scores[1], 1e-9);
+    SELECT pg_catalog.array_agg(e.embedding ORDER BY p.ord), pg_catalog.bool_and(e.embedding IS NOT NULL),
+           pg_catalog.array_agg(lambda * p.score / best_score ORDER BY p.ord),
+           pg_catalog.array_agg(p.ord::integer ORDER BY p.ord)
+    INTO emb, complete, rel, cand
     FROM ROWS FROM (pg_catalog.unnest(doc_ids[1:n]), pg_catalog.unnest(doc_versions[1:n]),
-                    pg_catalog.unnest(source_versions[1:n]))
-             WITH ORDINALITY AS p (document_id, document_version, source_version, ord)
+                    pg_catalog.unnest(source_versions[1:n]), pg_catalog.unnest(scores[1:n]))
+             WITH ORDINALITY AS p (document_id, document_version, source_version, score, ord)
     LEFT JOIN dm_private.document_embeddings AS e
            ON e.team_id = team AND e.document_id = p.document_id
           AND e.contract_id = (SELECT c.contract_id FROM dm_private.embedding_contracts AS c WHERE c.is_active)
@@ -804,7 +856,11 @@ BEGIN
     -- similarity of the heads, NULL as 0 (recall_similarity_matrix's
     -- expression); and, in the same pass, the pairs that are exact or near
     -- duplicates, as i * 2^32 + j. The lateral series fixes the order: i
-    -- ascending, then j ascending.
+    -- ascending, then j ascending. (Session 7: one series over the pair
+    -- positions k, with i = ceil((1 + sqrt(1 + 8k)) / 2) and j from k, gives
+    -- the same pairs without a function scan per pool member, but its
+    -- per-pair arithmetic cost more: 6.35 M against 6.22 M instructions per
+    -- ranking call.)
     IF n > 1 THEN
         SELECT pg_catalog.array_agg(q.sim),
                pg_catalog.array_agg(q.i::bigint * 4294967296 + q.j) FILTER (WHERE keys[q.i] = keys[q.j] OR q.sim >= duplicate_at)
@@ -818,7 +874,6 @@ BEGIN
               FROM pg_catalog.generate_subscripts(emb, 1) AS i (i)
               CROSS JOIN LATERAL pg_catalog.generate_series(1, i.i - 1) AS j (j)) AS q;
     END IF;
-    best_score := GREATEST(scores[1], 1e-9);
     live := pg_catalog.array_fill(true, ARRAY[n]);
     collapsed := pg_catalog.array_fill(NULL::uuid, ARRAY[n]);
     max_sim := pg_catalog.array_fill(0::double precision, ARRAY[n]);
@@ -842,12 +897,11 @@ BEGIN
     END IF;
 
     -- the candidates still standing, in pool order (a pass visits only
-    -- these: no test per collapsed or picked row), and each one's relevance
-    -- term lambda * score / best_score, computed once with the operations of
-    -- recall_mmr's expression (the same value); keep is its 1 - lambda
-    cand := ARRAY(SELECT o.o FROM pg_catalog.generate_series(1, n) AS o (o) WHERE live[o.o] ORDER BY o.o);
-    rel := ARRAY(SELECT lambda * x.s / best_score FROM pg_catalog.unnest(scores[1:n]) WITH ORDINALITY AS x (s, o)
-                 ORDER BY x.o);
+    -- these: no test per collapsed or picked row); without a duplicate, all
+    -- of the pool (the positions read with the vectors)
+    IF duplicates IS NOT NULL THEN
+        cand := ARRAY(SELECT o.o FROM pg_catalog.generate_series(1, n) AS o (o) WHERE live[o.o] ORDER BY o.o);
+    END IF;
     keep := 1 - lambda;
     -- greedy MMR: each pass first raises every remaining candidate's max_sim
     -- by its similarity to the previous pick, then scores it (live: neither
@@ -855,6 +909,13 @@ BEGIN
     -- (GREATEST(max_sim, s) is recall_mmr's "IF s > max_sim THEN max_sim :=
     -- s" in one statement: both compare as float8 does, NaN above all; the
     -- value is recomputed only for a new best: fewer statements per step)
+    --
+    -- (session 7: a pass that stops at the first candidate whose relevance
+    -- term is not above the best value so far, the others catching up on the
+    -- picks they missed when a later pass reaches them, gives the same picks
+    -- and bits when 0 <= lambda <= 1 and nothing is NaN, but cost more on
+    -- the bench's inputs, about +0.1 M instructions per ranking call: the
+    -- passes stopped late, and each visit ran three more statements)
     WHILE picked_count < LEAST(want, n) LOOP
         best := NULL;
         IF previous IS NULL THEN
@@ -886,14 +947,13 @@ BEGIN
         END IF;
         previous := best;
     END LOOP;
-    -- the rest of the pool, by score
-    FOR i IN 1..n LOOP
-        IF live[i] THEN
-            ordered_ids := ordered_ids || ids[i];
-            IF with_explain THEN
-                picked_count := picked_count + 1;
-                rank_of[i] := picked_count;
-            END IF;
+    -- the rest of the pool, by score: the candidates still standing (cand
+    -- holds them, in pool order)
+    FOREACH i IN ARRAY cand LOOP
+        ordered_ids := ordered_ids || ids[i];
+        IF with_explain THEN
+            picked_count := picked_count + 1;
+            rank_of[i] := picked_count;
         END IF;
     END LOOP;
     IF NOT with_explain THEN

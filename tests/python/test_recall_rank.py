@@ -132,6 +132,8 @@ def fetch(conn: Conn, team: uuid.UUID, sql: str, params: dict[str, Any]) -> dict
     extra=st.sampled_from(
         [{}, {"temporal_intent": "latest"}, {"phrases": ["deploy cache"]}, {"anchors": ["token"]}]
     ),
+    # 0: without explain, recall_rank does not parse the all-terms query (nothing reads it)
+    exact=st.sampled_from([0.3, 0.0]),
 )
 def test_recall_rank_equals_rerank_then_mmr(
     admin_conn: Conn,
@@ -144,6 +146,7 @@ def test_recall_rank_equals_rerank_then_mmr(
     context: tuple[float, int] | None,
     query: str,
     extra: dict[str, Any],
+    exact: float,
 ) -> None:
     team, ids = corpus(admin_conn)
     rng = random.Random(seed)
@@ -153,7 +156,7 @@ def test_recall_rank_equals_rerank_then_mmr(
     assert fused is not None
     profile: dict[str, Any] = {
         "mmr": {"lambda": lam, "duplicate_similarity": duplicate_at, "pool": pool},
-        "relevance_mix": {"fusion": 0.8, "phrase": 0.1, "exact_terms": 0.3, "content": 0.3},
+        "relevance_mix": {"fusion": 0.8, "phrase": 0.1, "exact_terms": exact, "content": 0.3},
         "half_life_days": {"conversation": 2, "episodic": 90},
     }
     if context is not None:
