@@ -132,6 +132,8 @@ DECLARE
     term_count integer;
     rarest_df numeric;
     all_pass_needed boolean;
+    all_text text;
+    keyed boolean;
     team_documents double precision;
     small_team boolean;
     average_length double precision;
@@ -158,6 +160,7 @@ BEGIN
     IF pg_catalog.numnode(all_q) = 0 THEN
         RETURN;
     END IF;
+    all_text := all_q::text;
     -- List filters, read only when given (the normalised request holds
     -- empty arrays otherwise, and an empty list is no filter: NULL here);
     -- the IF is an expression, the ARRAY a statement run only when needed.
@@ -226,7 +229,7 @@ BEGIN
     term_count := COALESCE(pg_catalog.cardinality(term_queries), 0);
     -- The any-term pass (as recall_tsqueries' any_terms): only with or_terms,
     -- at least two query lexemes and no exclusion, which an OR would let back in.
-    IF NOT use_or OR query_lexemes < 2 OR pg_catalog.strpos(all_q::text, '!') > 0 THEN
+    IF NOT use_or OR query_lexemes < 2 OR pg_catalog.strpos(all_text, '!') > 0 THEN
         scan_q := NULL;
     END IF;
     -- The all-terms pass adds nothing when the any-term pass already holds
@@ -236,12 +239,8 @@ BEGIN
     -- budget, unless the rarest alone exceeds it). Then one pass reads the
     -- heap, not two.
     all_pass_needed := scan_q IS NULL OR rarest_df > budget
-                       OR pg_catalog.strpos(all_q::text, '|') > 0;
-    -- At most `budget` recallable documents in the team (the exact count of
-    -- the statistics above): read them through the team's btree range and
-    -- test the match on each (team_rows below), instead of the GIN index.
-    small_team := team_documents <= budget;
-    -- The all-terms pass through the team's lexeme keys too, when every
+                       OR pg_catalog.strpos(all_text, '|') > 0;
+    -- The all-terms pass can go through the team's lexeme keys when every
     -- lexeme of all_q is required (a conjunction of lexemes and phrases: no
     -- "or", no exclusion, no prefix or weight): a match then holds all of
     -- them, so the keys of all of them select a superset of the matches
@@ -249,12 +248,23 @@ BEGIN
     -- (team_id, search_vector) index. The lexemes are read from all_q's text
     -- form ('lexeme' & 'lexeme' <-> ...), quotes doubled inside; a backslash
     -- (doubled in that form) also falls back.
-    IF all_pass_needed AND NOT small_team
-       AND pg_catalog.strpos(all_q::text, '|') = 0 AND pg_catalog.strpos(all_q::text, '!') = 0
-       AND pg_catalog.strpos(all_q::text, '\') = 0 AND pg_catalog.strpos(all_q::text, ''':') = 0 THEN
+    keyed := pg_catalog.strpos(all_text, '|') = 0 AND pg_catalog.strpos(all_text, '!') = 0
+             AND pg_catalog.strpos(all_text, '\') = 0 AND pg_catalog.strpos(all_text, ''':') = 0;
+    -- At most `budget` recallable documents in the team (the exact count of
+    -- the statistics above) and an all-terms pass that cannot use the lexeme
+    -- keys (an "or", an exclusion): read the team through its btree range
+    -- and test the match on each (team_rows below), instead of the
+    -- (team_id, search_vector) index, whose posting lists of common lexemes
+    -- span every team. Otherwise the passes read only the team's matches
+    -- through the lexeme keys (one team's posting lists), a small team too:
+    -- cheaper than testing every row of a team of 101-500 documents (session
+    -- 7, docs/RECALL.md). Same rows either way: no pass's LIMIT can cut a
+    -- team of at most `budget` documents.
+    small_team := team_documents <= budget AND all_pass_needed AND NOT keyed;
+    IF all_pass_needed AND NOT small_team AND keyed THEN
         all_keys := ARRAY(
             SELECT DISTINCT pg_catalog.left(team::text, 8) || pg_catalog.replace(m.x[1], '''''', '''')
-            FROM pg_catalog.regexp_matches(all_q::text, '''((?:[^'']|'''')+)''', 'g') AS m (x));
+            FROM pg_catalog.regexp_matches(all_text, '''((?:[^'']|'''')+)''', 'g') AS m (x));
         IF pg_catalog.cardinality(all_keys) = 0 THEN
             all_keys := NULL;
         END IF;
