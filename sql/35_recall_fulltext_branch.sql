@@ -145,7 +145,7 @@ DECLARE
     -- 0 (off) .. 2: see the followers CTE below
     context_radius integer := LEAST(GREATEST(COALESCE((settings #>> '{fulltext,context_radius}')::integer, 0), 0), 2);
     -- heap rows worth one posting entry, for the choice of dense passes below
-    dense_factor double precision := COALESCE((settings #>> '{fulltext,dense_factor}')::double precision, 16.0);
+    dense_factor double precision;
     all_q tsquery;
     query_lexemes integer;
     scan_q tsquery;
@@ -159,7 +159,8 @@ DECLARE
     all_text text;
     keyed boolean;
     scan_df numeric;
-    all_estimate double precision;
+    held_lexemes integer;
+    log_share double precision;
     any_dense boolean := false;
     all_dense boolean := false;
     team_documents double precision;
@@ -176,8 +177,9 @@ DECLARE
     window_from timestamptz := (req ->> 'window_from')::timestamptz;
     window_to timestamptz := (req ->> 'window_to')::timestamptz;
     known_ids uuid [] := '{}';
-    disabled uuid [] := ARRAY(SELECT p.profile_id FROM dm_private.profiles AS p
-                              WHERE p.team_id = team AND p.state <> 'active');
+    -- the team's profiles that are not active (read by the statistics
+    -- statement below, one statement less per call)
+    disabled uuid [];
 BEGIN
     IF cap <= 0 THEN
         RETURN;
@@ -210,16 +212,16 @@ BEGIN
     -- unrolled; the commonest lexemes of a longer query weigh least). The
     -- scan query ORs the rarest while their frequencies fit the budget.
     WITH totals AS (
-        SELECT GREATEST(
-                   COALESCE((SELECT s.document_count FROM dm_private.search_team_statistics AS s
-                             WHERE s.team_id = team), 0)
-                   + COALESCE((SELECT pg_catalog.sum(d.document_delta) FROM dm_private.search_statistics_deltas AS d
-                               WHERE d.team_id = team AND d.lexeme IS NULL), 0),
-                   1)::double precision AS documents,
-               COALESCE((SELECT s.total_length FROM dm_private.search_team_statistics AS s
-                         WHERE s.team_id = team), 0)
-               + COALESCE((SELECT pg_catalog.sum(d.length_delta) FROM dm_private.search_statistics_deltas AS d
-                           WHERE d.team_id = team AND d.lexeme IS NULL), 0)::double precision AS total_length
+        -- one read of the team's row and one of its pending totals (the
+        -- same sums, typed as the scalar subqueries they replace)
+        SELECT GREATEST(COALESCE(s.document_count, 0) + COALESCE(p.document_delta, 0), 1)::double precision
+                   AS documents,
+               COALESCE(s.total_length, 0) + COALESCE(p.length_delta, 0)::double precision AS total_length
+        FROM (SELECT pg_catalog.sum(d.document_delta) AS document_delta,
+                     pg_catalog.sum(d.length_delta) AS length_delta
+              FROM dm_private.search_statistics_deltas AS d
+              WHERE d.team_id = team AND d.lexeme IS NULL) AS p
+        LEFT JOIN dm_private.search_team_statistics AS s ON s.team_id = team
     ),
     terms AS (
         SELECT l.lexeme,
@@ -253,16 +255,16 @@ BEGIN
            pg_catalog.min(o.df),
            (SELECT pg_catalog.count(*) FROM terms),
            (SELECT x.documents FROM totals AS x),
+           -- for the dense passes: the scan query's document frequencies, and
+           -- the query lexemes some document holds with the log of the product
+           -- of their shares of the team's documents
            pg_catalog.sum(o.df) FILTER (WHERE o.position = 1 OR o.running_df <= budget),
-           -- the team's documents holding every lexeme, were they
-           -- independent (0 when a query lexeme is in no document)
-           CASE WHEN pg_catalog.count(*) = (SELECT pg_catalog.count(DISTINCT t.lexeme) FROM terms AS t)
-                THEN (SELECT x.documents FROM totals AS x)
-                     * pg_catalog.exp(pg_catalog.sum(pg_catalog.ln(o.df::double precision
-                                                                   / GREATEST(o.documents, o.df::double precision))))
-                ELSE 0.0 END
+           pg_catalog.count(*),
+           pg_catalog.sum(pg_catalog.ln(o.df / o.documents)),
+           ARRAY(SELECT p.profile_id FROM dm_private.profiles AS p
+                 WHERE p.team_id = team AND p.state <> 'active')
     INTO term_queries, idfs, scan_q, scan_keys, average_length, rarest_df, query_lexemes, team_documents,
-         scan_df, all_estimate
+         scan_df, held_lexemes, log_share, disabled
     FROM ordered AS o;
     term_count := COALESCE(pg_catalog.cardinality(term_queries), 0);
     -- The any-term pass (as recall_tsqueries' any_terms): only with or_terms,
@@ -321,10 +323,15 @@ BEGIN
     -- only when every lexeme is required and there is no phrase, estimated
     -- as if the lexemes were independent.
     IF NOT small_team THEN
+        dense_factor := COALESCE((settings #>> '{fulltext,dense_factor}')::double precision, 16.0);
         any_dense := scan_q IS NOT NULL
                      AND scan_df * scan_df > dense_factor * budget * team_documents;
+        -- the all-terms matches, were the lexemes independent (none when a
+        -- query lexeme is in no document)
         all_dense := all_pass_needed AND all_keys IS NOT NULL AND pg_catalog.strpos(all_text, '<') = 0
-                     AND all_estimate * all_estimate > dense_factor * budget * team_documents;
+                     AND held_lexemes = query_lexemes
+                     AND pg_catalog.power(team_documents * pg_catalog.exp(log_share), 2)
+                         > dense_factor * budget * team_documents;
     END IF;
 
     -- Two statements, one per path, each with only the CTEs its path runs:
