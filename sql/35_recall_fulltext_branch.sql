@@ -315,15 +315,19 @@ BEGIN
     -- a bitmap of every holder. Same rows (the bitmap scan returns them in
     -- heap order too, and keeps the first budget); cheaper when the
     -- documents read, about budget x team size / matches, cost less than
-    -- the matches' posting entries: a heap row costs about
-    -- fulltext.dense_factor (default 16, callgrind, session 7) posting
-    -- entries, hence matches^2 > dense_factor x budget x team size. The
-    -- choice never changes the rows, only what they cost. The any-term pass knows its matches (the frequencies of its
-    -- lexemes, or of its one lexeme over the budget); the all-terms pass
+    -- the matches' posting entries: a heap row read in heap order costs
+    -- about fulltext.dense_factor posting entries, hence matches^2 >
+    -- dense_factor x budget x team size. Default 2: on 40 common-term
+    -- queries of the two largest bench teams, 1 / 2 / 4 / 16 / never gave
+    -- 16.96 / 17.00 / 17.71 / 19.57 / 28.80 M instructions per call and 0
+    -- (always) 255 M (callgrind, session 7). The choice never changes the
+    -- rows, only what they cost. The any-term pass knows its matches (the
+    -- frequencies of its lexemes, or of its one lexeme over the budget);
+    -- the all-terms pass
     -- only when every lexeme is required and there is no phrase, estimated
     -- as if the lexemes were independent.
     IF NOT small_team THEN
-        dense_factor := COALESCE((settings #>> '{fulltext,dense_factor}')::double precision, 16.0);
+        dense_factor := COALESCE((settings #>> '{fulltext,dense_factor}')::double precision, 2.0);
         any_dense := scan_q IS NOT NULL
                      AND scan_df * scan_df > dense_factor * budget * team_documents;
         -- the all-terms matches, were the lexemes independent (none when a
