@@ -126,9 +126,7 @@ def test_fulltext_branch_uses_its_gin_index_and_vector_path_follows_team_size(ad
         dense = [p for p in fulltext if "search_documents_team_order_idx" in p]
         assert bool(dense) == (team == filler), fulltext
         assert all(
-            p[p.index("CTE any_pass") : p.index("CTE near_rows")].count(
-                " on search_documents_team_order_idx"
-            )
+            p[p.index("CTE any_pass") : p.index("CTE near_rows")].count(" on search_documents_team_order_idx")
             + p[p.index("CTE any_pass") : p.index("CTE near_rows")].count(
                 " using search_documents_team_order_idx"
             )
