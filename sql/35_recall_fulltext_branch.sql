@@ -48,6 +48,28 @@ REVOKE ALL ON FUNCTION dm_private.search_team_lexemes(uuid, tsvector) FROM PUBLI
 GRANT EXECUTE ON FUNCTION dm_private.search_team_lexemes(uuid, tsvector)
 TO densemem_app, densemem_analyst, densemem_operator, densemem_searcher, densemem_embedder, densemem_worker;
 
+-- Team key of an evidence document in search_documents_team_order_idx
+-- (migration 0053, which creates it; this file keeps the current
+-- definition): the team id itself, through a function that is never inlined
+-- (SET search_path), so that only that index serves a query on it. Every key
+-- of a team is equal, so the index keeps the team's documents in heap (TID)
+-- order, the order in which the bitmap scans of the lexeme keys return them:
+-- the dense passes below read the same first rows. NEVER change the body
+-- while the index exists.
+CREATE OR REPLACE FUNCTION dm_private.search_team_order_key(team_id uuid)
+RETURNS uuid
+LANGUAGE sql
+IMMUTABLE
+STRICT
+PARALLEL SAFE
+SET search_path = ''
+RETURN team_id;
+COMMENT ON FUNCTION dm_private.search_team_order_key(uuid) IS
+'Index expression of search_documents_team_order_idx: the team id, through a function that is never inlined, so that only that index serves a query on it and the team''s evidence documents come in heap order. Never change it while the index exists.';
+REVOKE ALL ON FUNCTION dm_private.search_team_order_key(uuid) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION dm_private.search_team_order_key(uuid)
+TO densemem_app, densemem_analyst, densemem_operator, densemem_searcher, densemem_embedder, densemem_worker;
+
 -- The query's tsqueries: "all" is websearch_to_tsquery; "any" is the OR of
 -- the lexemes of the query text (NULL when the query excludes terms, since
 -- an OR would let excluded terms back in, or has fewer than two lexemes).
@@ -122,6 +144,8 @@ DECLARE
     use_or boolean := COALESCE((settings #>> '{fulltext,or_terms}')::boolean, true);
     -- 0 (off) .. 2: see the followers CTE below
     context_radius integer := LEAST(GREATEST(COALESCE((settings #>> '{fulltext,context_radius}')::integer, 0), 0), 2);
+    -- heap rows worth one posting entry, for the choice of dense passes below
+    dense_factor double precision;
     all_q tsquery;
     query_lexemes integer;
     scan_q tsquery;
@@ -132,6 +156,13 @@ DECLARE
     term_count integer;
     rarest_df numeric;
     all_pass_needed boolean;
+    all_text text;
+    keyed boolean;
+    scan_df numeric;
+    held_lexemes integer;
+    log_share double precision;
+    any_dense boolean := false;
+    all_dense boolean := false;
     team_documents double precision;
     small_team boolean;
     average_length double precision;
@@ -146,8 +177,9 @@ DECLARE
     window_from timestamptz := (req ->> 'window_from')::timestamptz;
     window_to timestamptz := (req ->> 'window_to')::timestamptz;
     known_ids uuid [] := '{}';
-    disabled uuid [] := ARRAY(SELECT p.profile_id FROM dm_private.profiles AS p
-                              WHERE p.team_id = team AND p.state <> 'active');
+    -- the team's profiles that are not active (read by the statistics
+    -- statement below, one statement less per call)
+    disabled uuid [];
 BEGIN
     IF cap <= 0 THEN
         RETURN;
@@ -158,6 +190,7 @@ BEGIN
     IF pg_catalog.numnode(all_q) = 0 THEN
         RETURN;
     END IF;
+    all_text := all_q::text;
     -- List filters, read only when given (the normalised request holds
     -- empty arrays otherwise, and an empty list is no filter: NULL here);
     -- the IF is an expression, the ARRAY a statement run only when needed.
@@ -179,16 +212,16 @@ BEGIN
     -- unrolled; the commonest lexemes of a longer query weigh least). The
     -- scan query ORs the rarest while their frequencies fit the budget.
     WITH totals AS (
-        SELECT GREATEST(
-                   COALESCE((SELECT s.document_count FROM dm_private.search_team_statistics AS s
-                             WHERE s.team_id = team), 0)
-                   + COALESCE((SELECT pg_catalog.sum(d.document_delta) FROM dm_private.search_statistics_deltas AS d
-                               WHERE d.team_id = team AND d.lexeme IS NULL), 0),
-                   1)::double precision AS documents,
-               COALESCE((SELECT s.total_length FROM dm_private.search_team_statistics AS s
-                         WHERE s.team_id = team), 0)
-               + COALESCE((SELECT pg_catalog.sum(d.length_delta) FROM dm_private.search_statistics_deltas AS d
-                           WHERE d.team_id = team AND d.lexeme IS NULL), 0)::double precision AS total_length
+        -- one read of the team's row and one of its pending totals (the
+        -- same sums, typed as the scalar subqueries they replace)
+        SELECT GREATEST(COALESCE(s.document_count, 0) + COALESCE(p.document_delta, 0), 1)::double precision
+                   AS documents,
+               COALESCE(s.total_length, 0) + COALESCE(p.length_delta, 0)::double precision AS total_length
+        FROM (SELECT pg_catalog.sum(d.document_delta) AS document_delta,
+                     pg_catalog.sum(d.length_delta) AS length_delta
+              FROM dm_private.search_statistics_deltas AS d
+              WHERE d.team_id = team AND d.lexeme IS NULL) AS p
+        LEFT JOIN dm_private.search_team_statistics AS s ON s.team_id = team
     ),
     terms AS (
         SELECT l.lexeme,
@@ -205,6 +238,7 @@ BEGIN
                pg_catalog.left(team::text, 8) || t.lexeme AS team_key,
                (k1 + 1.0) * pg_catalog.ln(1.0 + (x.documents - t.df + 0.5) / (t.df + 0.5)) AS weight,
                t.df,
+               x.documents,
                pg_catalog.row_number() OVER (ORDER BY t.df, t.lexeme) AS position,
                pg_catalog.sum(t.df) OVER (ORDER BY t.df, t.lexeme) AS running_df
         FROM terms AS t CROSS JOIN totals AS x
@@ -220,13 +254,22 @@ BEGIN
            (SELECT GREATEST(x.total_length / x.documents, 1.0) FROM totals AS x),
            pg_catalog.min(o.df),
            (SELECT pg_catalog.count(*) FROM terms),
-           (SELECT x.documents FROM totals AS x)
-    INTO term_queries, idfs, scan_q, scan_keys, average_length, rarest_df, query_lexemes, team_documents
+           (SELECT x.documents FROM totals AS x),
+           -- for the dense passes: the scan query's document frequencies, and
+           -- the query lexemes some document holds with the log of the product
+           -- of their shares of the team's documents
+           pg_catalog.sum(o.df) FILTER (WHERE o.position = 1 OR o.running_df <= budget),
+           pg_catalog.count(*),
+           pg_catalog.sum(pg_catalog.ln(o.df / o.documents)),
+           ARRAY(SELECT p.profile_id FROM dm_private.profiles AS p
+                 WHERE p.team_id = team AND p.state <> 'active')
+    INTO term_queries, idfs, scan_q, scan_keys, average_length, rarest_df, query_lexemes, team_documents,
+         scan_df, held_lexemes, log_share, disabled
     FROM ordered AS o;
     term_count := COALESCE(pg_catalog.cardinality(term_queries), 0);
     -- The any-term pass (as recall_tsqueries' any_terms): only with or_terms,
     -- at least two query lexemes and no exclusion, which an OR would let back in.
-    IF NOT use_or OR query_lexemes < 2 OR pg_catalog.strpos(all_q::text, '!') > 0 THEN
+    IF NOT use_or OR query_lexemes < 2 OR pg_catalog.strpos(all_text, '!') > 0 THEN
         scan_q := NULL;
     END IF;
     -- The all-terms pass adds nothing when the any-term pass already holds
@@ -236,12 +279,8 @@ BEGIN
     -- budget, unless the rarest alone exceeds it). Then one pass reads the
     -- heap, not two.
     all_pass_needed := scan_q IS NULL OR rarest_df > budget
-                       OR pg_catalog.strpos(all_q::text, '|') > 0;
-    -- At most `budget` recallable documents in the team (the exact count of
-    -- the statistics above): read them through the team's btree range and
-    -- test the match on each (team_rows below), instead of the GIN index.
-    small_team := team_documents <= budget;
-    -- The all-terms pass through the team's lexeme keys too, when every
+                       OR pg_catalog.strpos(all_text, '|') > 0;
+    -- The all-terms pass can go through the team's lexeme keys when every
     -- lexeme of all_q is required (a conjunction of lexemes and phrases: no
     -- "or", no exclusion, no prefix or weight): a match then holds all of
     -- them, so the keys of all of them select a superset of the matches
@@ -249,15 +288,54 @@ BEGIN
     -- (team_id, search_vector) index. The lexemes are read from all_q's text
     -- form ('lexeme' & 'lexeme' <-> ...), quotes doubled inside; a backslash
     -- (doubled in that form) also falls back.
-    IF all_pass_needed AND NOT small_team
-       AND pg_catalog.strpos(all_q::text, '|') = 0 AND pg_catalog.strpos(all_q::text, '!') = 0
-       AND pg_catalog.strpos(all_q::text, '\') = 0 AND pg_catalog.strpos(all_q::text, ''':') = 0 THEN
+    keyed := pg_catalog.strpos(all_text, '|') = 0 AND pg_catalog.strpos(all_text, '!') = 0
+             AND pg_catalog.strpos(all_text, '\') = 0 AND pg_catalog.strpos(all_text, ''':') = 0;
+    -- At most `budget` recallable documents in the team (the exact count of
+    -- the statistics above) and an all-terms pass that cannot use the lexeme
+    -- keys (an "or", an exclusion): read the team through its btree range
+    -- and test the match on each (team_rows below), instead of the
+    -- (team_id, search_vector) index, whose posting lists of common lexemes
+    -- span every team. Otherwise the passes read only the team's matches
+    -- through the lexeme keys (one team's posting lists), a small team too:
+    -- cheaper than testing every row of a team of 101-500 documents (session
+    -- 7, docs/RECALL.md). Same rows either way: no pass's LIMIT can cut a
+    -- team of at most `budget` documents.
+    small_team := team_documents <= budget AND all_pass_needed AND NOT keyed;
+    IF all_pass_needed AND NOT small_team AND keyed THEN
         all_keys := ARRAY(
             SELECT DISTINCT pg_catalog.left(team::text, 8) || pg_catalog.replace(m.x[1], '''''', '''')
-            FROM pg_catalog.regexp_matches(all_q::text, '''((?:[^'']|'''')+)''', 'g') AS m (x));
+            FROM pg_catalog.regexp_matches(all_text, '''((?:[^'']|'''')+)''', 'g') AS m (x));
         IF pg_catalog.cardinality(all_keys) = 0 THEN
             all_keys := NULL;
         END IF;
+    END IF;
+    -- Dense passes (search_documents_team_order_idx, migration 0053): a
+    -- pass whose lexemes most of a large team holds reads the team's
+    -- documents in heap order and stops at the budget-th match, instead of
+    -- a bitmap of every holder. Same rows (the bitmap scan returns them in
+    -- heap order too, and keeps the first budget); cheaper when the
+    -- documents read, about budget x team size / matches, cost less than
+    -- the matches' posting entries: a heap row read in heap order costs
+    -- about fulltext.dense_factor posting entries, hence matches^2 >
+    -- dense_factor x budget x team size. Default 2: on 40 common-term
+    -- queries of the two largest bench teams, 1 / 2 / 4 / 16 / never gave
+    -- 16.96 / 17.00 / 17.71 / 19.57 / 28.80 M instructions per call and 0
+    -- (always) 255 M (callgrind, session 7). The choice never changes the
+    -- rows, only what they cost. The any-term pass knows its matches (the
+    -- frequencies of its lexemes, or of its one lexeme over the budget);
+    -- the all-terms pass
+    -- only when every lexeme is required and there is no phrase, estimated
+    -- as if the lexemes were independent.
+    IF NOT small_team THEN
+        dense_factor := COALESCE((settings #>> '{fulltext,dense_factor}')::double precision, 2.0);
+        any_dense := scan_q IS NOT NULL
+                     AND scan_df * scan_df > dense_factor * budget * team_documents;
+        -- the all-terms matches, were the lexemes independent (none when a
+        -- query lexeme is in no document)
+        all_dense := all_pass_needed AND all_keys IS NOT NULL AND pg_catalog.strpos(all_text, '<') = 0
+                     AND held_lexemes = query_lexemes
+                     AND pg_catalog.power(team_documents * pg_catalog.exp(log_share), 2)
+                         > dense_factor * budget * team_documents;
     END IF;
 
     -- Two statements, one per path, each with only the CTEs its path runs:
@@ -599,7 +677,348 @@ BEGIN
         END IF;
         RETURN;
     END IF;
-    IF term_count <= 8 THEN
+    IF any_dense OR all_dense THEN
+        RETURN QUERY
+            -- A larger team with a dense pass (any_dense or all_dense): the GIN
+            -- passes, each with its dense way (the team's documents in heap order,
+            -- search_documents_team_order_idx), in the 24-lexeme width (a query of
+            -- at most 8 scored lexemes gets the same sums). A statement of its own,
+            -- so that the other calls do not initialise the dense scans.
+            WITH any_pass AS MATERIALIZED (
+                -- the keyed way: a bitmap of the lexemes' documents
+                (SELECT d.document_id, d.subject_id, d.search_vector, d.source_group, d.sequence_number
+                FROM dm_private.search_documents AS d
+                WHERE scan_q IS NOT NULL
+                  AND NOT small_team
+                  AND NOT any_dense
+                  -- the keys select exactly the team's documents holding one of
+                  -- scan_q's lexemes (plus, on a prefix collision, another
+                  -- team's, which the team predicate drops); the team predicate
+                  -- and @@ are written so that no other index serves them (a
+                  -- BitmapAnd with the team's btree range would read every row
+                  -- of the team)
+                  AND dm_private.search_team_lexemes(d.team_id, d.search_vector) OPERATOR(pg_catalog.&&) scan_keys
+                  AND (d.team_id = team) IS TRUE
+                  AND (d.search_vector @@ scan_q) IS TRUE
+                  AND d.subject_kind = 'evidence'
+                  AND d.is_recallable
+                  AND d.owner_profile_id <> ALL (disabled)
+                  AND (d.valid_from IS NULL OR d.valid_from <= valid_at)
+                  AND (d.valid_to IS NULL OR d.valid_to > valid_at)
+                  AND (d.known_from IS NULL OR d.known_from <= known_at)
+                  AND (d.known_to IS NULL OR d.known_to > known_at)
+                  AND d.policy_labels <@ scopes
+                  AND (source_groups IS NULL OR d.source_group = ANY (source_groups))
+                  AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
+                  AND (created_after IS NULL OR d.source_created_at >= created_after)
+                  AND (created_before IS NULL OR d.source_created_at < created_before)
+                  AND (NOT has_window OR (d.source_created_at IS NOT NULL
+                                          AND (window_from IS NULL OR d.source_created_at >= window_from)
+                                          AND (window_to IS NULL OR d.source_created_at <= window_to)))
+                  AND d.subject_id <> ALL (known_ids)
+                LIMIT budget)
+                UNION ALL
+                -- the dense way: the same first rows in heap order
+                (SELECT d.document_id, d.subject_id, d.search_vector, d.source_group, d.sequence_number
+                FROM dm_private.search_documents AS d
+                WHERE scan_q IS NOT NULL
+                  AND NOT small_team
+                  AND any_dense
+                  -- dense: the team's documents in heap order (migration 0053)
+                  AND dm_private.search_team_order_key(d.team_id) = team
+                  AND (d.team_id = team) IS TRUE
+                  AND (d.search_vector @@ scan_q) IS TRUE
+                  AND d.subject_kind = 'evidence'
+                  AND d.is_recallable
+                  AND d.owner_profile_id <> ALL (disabled)
+                  AND (d.valid_from IS NULL OR d.valid_from <= valid_at)
+                  AND (d.valid_to IS NULL OR d.valid_to > valid_at)
+                  AND (d.known_from IS NULL OR d.known_from <= known_at)
+                  AND (d.known_to IS NULL OR d.known_to > known_at)
+                  AND d.policy_labels <@ scopes
+                  AND (source_groups IS NULL OR d.source_group = ANY (source_groups))
+                  AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
+                  AND (created_after IS NULL OR d.source_created_at >= created_after)
+                  AND (created_before IS NULL OR d.source_created_at < created_before)
+                  AND (NOT has_window OR (d.source_created_at IS NOT NULL
+                                          AND (window_from IS NULL OR d.source_created_at >= window_from)
+                                          AND (window_to IS NULL OR d.source_created_at <= window_to)))
+                  AND d.subject_id <> ALL (known_ids)
+                LIMIT budget)
+            ),
+            all_pass AS MATERIALIZED (
+                -- the keyed way (all_keys: every lexeme of all_q is required)
+                (SELECT d.document_id, d.subject_id, d.search_vector, d.source_group, d.sequence_number
+                FROM dm_private.search_documents AS d
+                WHERE all_pass_needed
+                  AND NOT small_team
+                  AND all_keys IS NOT NULL
+                  AND NOT all_dense
+                  AND dm_private.search_team_lexemes(d.team_id, d.search_vector) OPERATOR(pg_catalog.@>) all_keys
+                  AND (d.team_id = team) IS TRUE
+                  AND (d.search_vector @@ all_q) IS TRUE
+                  AND d.subject_kind = 'evidence'
+                  AND d.is_recallable
+                  AND d.owner_profile_id <> ALL (disabled)
+                  AND (d.valid_from IS NULL OR d.valid_from <= valid_at)
+                  AND (d.valid_to IS NULL OR d.valid_to > valid_at)
+                  AND (d.known_from IS NULL OR d.known_from <= known_at)
+                  AND (d.known_to IS NULL OR d.known_to > known_at)
+                  AND d.policy_labels <@ scopes
+                  AND (source_groups IS NULL OR d.source_group = ANY (source_groups))
+                  AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
+                  AND (created_after IS NULL OR d.source_created_at >= created_after)
+                  AND (created_before IS NULL OR d.source_created_at < created_before)
+                  AND (NOT has_window OR (d.source_created_at IS NOT NULL
+                                          AND (window_from IS NULL OR d.source_created_at >= window_from)
+                                          AND (window_to IS NULL OR d.source_created_at <= window_to)))
+                  AND d.subject_id <> ALL (known_ids)
+                LIMIT budget)
+                UNION ALL
+                -- the dense way (all_dense): the same first rows in heap order
+                (SELECT d.document_id, d.subject_id, d.search_vector, d.source_group, d.sequence_number
+                FROM dm_private.search_documents AS d
+                WHERE all_pass_needed
+                  AND NOT small_team
+                  AND all_dense
+                  AND dm_private.search_team_order_key(d.team_id) = team
+                  AND (d.team_id = team) IS TRUE
+                  AND (d.search_vector @@ all_q) IS TRUE
+                  AND d.subject_kind = 'evidence'
+                  AND d.is_recallable
+                  AND d.owner_profile_id <> ALL (disabled)
+                  AND (d.valid_from IS NULL OR d.valid_from <= valid_at)
+                  AND (d.valid_to IS NULL OR d.valid_to > valid_at)
+                  AND (d.known_from IS NULL OR d.known_from <= known_at)
+                  AND (d.known_to IS NULL OR d.known_to > known_at)
+                  AND d.policy_labels <@ scopes
+                  AND (source_groups IS NULL OR d.source_group = ANY (source_groups))
+                  AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
+                  AND (created_after IS NULL OR d.source_created_at >= created_after)
+                  AND (created_before IS NULL OR d.source_created_at < created_before)
+                  AND (NOT has_window OR (d.source_created_at IS NOT NULL
+                                          AND (window_from IS NULL OR d.source_created_at >= window_from)
+                                          AND (window_to IS NULL OR d.source_created_at <= window_to)))
+                  AND d.subject_id <> ALL (known_ids)
+                LIMIT budget)
+                UNION ALL
+                -- any other all_q (or, exclusions): the (team_id, search_vector) index
+                (SELECT d.document_id, d.subject_id, d.search_vector, d.source_group, d.sequence_number
+                FROM dm_private.search_documents AS d
+                WHERE all_pass_needed
+                  AND NOT small_team
+                  AND all_keys IS NULL
+                  AND d.team_id = team
+                  AND d.search_vector @@ all_q
+                  AND d.subject_kind = 'evidence'
+                  AND d.is_recallable
+                  AND d.owner_profile_id <> ALL (disabled)
+                  AND (d.valid_from IS NULL OR d.valid_from <= valid_at)
+                  AND (d.valid_to IS NULL OR d.valid_to > valid_at)
+                  AND (d.known_from IS NULL OR d.known_from <= known_at)
+                  AND (d.known_to IS NULL OR d.known_to > known_at)
+                  AND d.policy_labels <@ scopes
+                  AND (source_groups IS NULL OR d.source_group = ANY (source_groups))
+                  AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
+                  AND (created_after IS NULL OR d.source_created_at >= created_after)
+                  AND (created_before IS NULL OR d.source_created_at < created_before)
+                  AND (NOT has_window OR (d.source_created_at IS NOT NULL
+                                          AND (window_from IS NULL OR d.source_created_at >= window_from)
+                                          AND (window_to IS NULL OR d.source_created_at <= window_to)))
+                  AND d.subject_id <> ALL (known_ids)
+                LIMIT budget)
+            ),
+            own_matched AS MATERIALIZED (
+                SELECT b.document_id, b.subject_id, b.search_vector, b.source_group, b.sequence_number FROM all_pass AS b
+                UNION ALL
+                SELECT a.document_id, a.subject_id, a.search_vector, a.source_group, a.sequence_number FROM any_pass AS a
+                -- a hashed subplan (document ids are never NULL, so NOT IN is NOT
+                -- EXISTS): the anti-join the planner chose for NOT EXISTS, a
+                -- nested loop rescanning all_pass for every any_pass row, read
+                -- up to budget x budget tuples (half of a 10k+ team's call)
+                WHERE a.document_id NOT IN (SELECT b.document_id FROM all_pass AS b)
+            ),
+            -- Exchange context (fulltext.context_radius > 0, at most 2): the
+            -- eligible documents written up to context_radius sequence numbers
+            -- after a match in its source group (the reply to a matching turn)
+            -- are candidates too, and every candidate with a source group is
+            -- scored on its own tsvector concatenated with those of the
+            -- recallable documents written up to context_radius before it in
+            -- that group (the nearest first): a turn is searched as the exchange
+            -- it closes. Evidence without a source group or sequence number is
+            -- scored alone.
+            --
+            -- Both come from one window over the neighbourhood: the recallable
+            -- documents the caller may see (a predecessor needs no more), with
+            -- their eligibility (a follower needs it). Sequence numbers are one
+            -- identity, so a group holds at most context_radius of them in
+            -- [s - context_radius, s): the one or two rows before a row in its
+            -- group (lag) are all its candidates for predecessor, and a follower
+            -- is an eligible row one of whose lags is a match within the radius.
+            -- The neighbourhood of a small team is team_rows, already read; of a
+            -- larger team, the documents within context_radius of a match, read
+            -- as one (team_id, sequence_number) range per run of matches whose
+            -- ranges overlap (a speaker's name matches most turns: a handful of
+            -- ranges, not an index probe per match and per candidate).
+            islands AS (
+                SELECT pg_catalog.min(i.sequence_number) - context_radius AS lo,
+                       pg_catalog.max(i.sequence_number) + context_radius AS hi
+                FROM (SELECT s.sequence_number,
+                             pg_catalog.sum(s.gap) OVER (ORDER BY s.sequence_number) AS island
+                      FROM (SELECT o.sequence_number,
+                                   CASE WHEN o.sequence_number
+                                             - pg_catalog.lag(o.sequence_number) OVER (ORDER BY o.sequence_number)
+                                             <= 2 * context_radius
+                                        THEN 0 ELSE 1 END AS gap
+                            FROM own_matched AS o
+                            WHERE context_radius > 0
+                              AND NOT small_team
+                              AND o.source_group IS NOT NULL AND o.sequence_number IS NOT NULL) AS s) AS i
+                GROUP BY i.island
+            ),
+            near_rows AS MATERIALIZED (
+                SELECT d.document_id, d.subject_id, d.search_vector, d.source_group, d.sequence_number,
+                       (d.owner_profile_id <> ALL (disabled)
+                        AND (d.valid_from IS NULL OR d.valid_from <= valid_at)
+                        AND (d.valid_to IS NULL OR d.valid_to > valid_at)
+                        AND (d.known_from IS NULL OR d.known_from <= known_at)
+                        AND (d.known_to IS NULL OR d.known_to > known_at)
+                        AND (source_groups IS NULL OR d.source_group = ANY (source_groups))
+                        AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
+                        AND (created_after IS NULL OR d.source_created_at >= created_after)
+                        AND (created_before IS NULL OR d.source_created_at < created_before)
+                        AND (NOT has_window OR (d.source_created_at IS NOT NULL
+                                                AND (window_from IS NULL OR d.source_created_at >= window_from)
+                                                AND (window_to IS NULL OR d.source_created_at <= window_to)))
+                        AND d.subject_id <> ALL (known_ids)) AS eligible
+                FROM islands AS n
+                CROSS JOIN LATERAL (
+                    SELECT x.document_id, x.subject_id, x.search_vector, x.source_group, x.sequence_number,
+                           x.is_recallable, x.policy_labels, x.owner_profile_id, x.valid_from, x.valid_to,
+                           x.known_from, x.known_to, x.memory_type, x.source_created_at
+                    FROM dm_private.search_documents AS x
+                    WHERE x.team_id = team
+                      AND x.subject_kind = 'evidence'
+                      AND x.sequence_number >= n.lo
+                      AND x.sequence_number <= n.hi
+                ) AS d
+                WHERE d.is_recallable
+                  AND d.policy_labels <@ scopes
+                  AND d.source_group IS NOT NULL
+            ),
+            neighbourhood AS (
+                SELECT p.document_id, p.subject_id, p.search_vector, p.source_group, p.sequence_number, p.eligible,
+                       -- a hashed subplan: own_matched holds each document once
+                       p.document_id IN (SELECT o.document_id FROM own_matched AS o) AS is_match
+                FROM near_rows AS p
+                -- is_match computed once, not once per reference below
+                OFFSET 0
+            ),
+            in_context AS (
+                SELECT w.document_id, w.subject_id, w.search_vector, w.sequence_number, w.eligible, w.is_match,
+                       pg_catalog.lag(w.sequence_number, 1) OVER g AS sequence_1,
+                       pg_catalog.lag(w.search_vector, 1) OVER g AS vector_1,
+                       pg_catalog.lag(w.is_match, 1) OVER g AS match_1,
+                       pg_catalog.lag(w.sequence_number, 2) OVER g AS sequence_2,
+                       pg_catalog.lag(w.search_vector, 2) OVER g AS vector_2,
+                       pg_catalog.lag(w.is_match, 2) OVER g AS match_2
+                FROM neighbourhood AS w
+                WINDOW g AS (PARTITION BY w.source_group ORDER BY w.sequence_number)
+            ),
+            matched AS (
+                -- without context, and evidence without a group or sequence number: alone
+                SELECT o.document_id, o.subject_id, o.search_vector
+                FROM own_matched AS o
+                WHERE context_radius = 0 OR o.source_group IS NULL OR o.sequence_number IS NULL
+                UNION ALL
+                -- the matches and their followers, each once, with their predecessors
+                SELECT c.document_id, c.subject_id,
+                       CASE WHEN c.sequence_2 >= c.sequence_number - context_radius
+                                THEN c.search_vector OPERATOR(pg_catalog.||) c.vector_1
+                                     OPERATOR(pg_catalog.||) c.vector_2
+                            WHEN c.sequence_1 >= c.sequence_number - context_radius
+                                THEN c.search_vector OPERATOR(pg_catalog.||) c.vector_1
+                            ELSE c.search_vector END AS search_vector
+                FROM in_context AS c
+                WHERE c.is_match
+                   OR (c.eligible
+                       AND ((c.match_1 AND c.sequence_1 >= c.sequence_number - context_radius)
+                            OR (c.match_2 AND c.sequence_2 >= c.sequence_number - context_radius)))
+            ),
+            term_frequencies AS (
+                -- ts_rank of a one-lexeme query with unit weights is
+                -- sum(1/i^2, i = 1..tf) / (pi^2/6), so tf is recovered from the
+                -- remainder of that series (about 1/(tf + 0.5)): one binary search
+                -- in the tsvector per query lexeme, unrolled (a per-row subquery
+                -- over the lexemes costs five times as much). OFFSET 0 keeps each
+                -- tf computed once.
+                SELECT m.document_id, m.subject_id,
+                       k1 * (1.0 - b + b * pg_catalog.length(m.search_vector) / average_length) AS norm,
+                           CASE WHEN term_count >= 1 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[1], 0)), 1e-6) - 0.5) END AS tf1,
+                           CASE WHEN term_count >= 2 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[2], 0)), 1e-6) - 0.5) END AS tf2,
+                           CASE WHEN term_count >= 3 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[3], 0)), 1e-6) - 0.5) END AS tf3,
+                           CASE WHEN term_count >= 4 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[4], 0)), 1e-6) - 0.5) END AS tf4,
+                           CASE WHEN term_count >= 5 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[5], 0)), 1e-6) - 0.5) END AS tf5,
+                           CASE WHEN term_count >= 6 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[6], 0)), 1e-6) - 0.5) END AS tf6,
+                           CASE WHEN term_count >= 7 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[7], 0)), 1e-6) - 0.5) END AS tf7,
+                           CASE WHEN term_count >= 8 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[8], 0)), 1e-6) - 0.5) END AS tf8,
+                           CASE WHEN term_count >= 9 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[9], 0)), 1e-6) - 0.5) END AS tf9,
+                           CASE WHEN term_count >= 10 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[10], 0)), 1e-6) - 0.5) END AS tf10,
+                           CASE WHEN term_count >= 11 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[11], 0)), 1e-6) - 0.5) END AS tf11,
+                           CASE WHEN term_count >= 12 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[12], 0)), 1e-6) - 0.5) END AS tf12,
+                           CASE WHEN term_count >= 13 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[13], 0)), 1e-6) - 0.5) END AS tf13,
+                           CASE WHEN term_count >= 14 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[14], 0)), 1e-6) - 0.5) END AS tf14,
+                           CASE WHEN term_count >= 15 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[15], 0)), 1e-6) - 0.5) END AS tf15,
+                           CASE WHEN term_count >= 16 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[16], 0)), 1e-6) - 0.5) END AS tf16,
+                           CASE WHEN term_count >= 17 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[17], 0)), 1e-6) - 0.5) END AS tf17,
+                           CASE WHEN term_count >= 18 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[18], 0)), 1e-6) - 0.5) END AS tf18,
+                           CASE WHEN term_count >= 19 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[19], 0)), 1e-6) - 0.5) END AS tf19,
+                           CASE WHEN term_count >= 20 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[20], 0)), 1e-6) - 0.5) END AS tf20,
+                           CASE WHEN term_count >= 21 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[21], 0)), 1e-6) - 0.5) END AS tf21,
+                           CASE WHEN term_count >= 22 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[22], 0)), 1e-6) - 0.5) END AS tf22,
+                           CASE WHEN term_count >= 23 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[23], 0)), 1e-6) - 0.5) END AS tf23,
+                           CASE WHEN term_count >= 24 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[24], 0)), 1e-6) - 0.5) END AS tf24
+                FROM matched AS m
+                OFFSET 0
+            ),
+            scored AS (
+                SELECT t.document_id, t.subject_id,
+                       (
+                         CASE WHEN term_count >= 1 THEN COALESCE(idfs[1] * t.tf1 / (t.tf1 + t.norm), 0.0) ELSE 0.0 END
+                       + CASE WHEN term_count >= 2 THEN COALESCE(idfs[2] * t.tf2 / (t.tf2 + t.norm), 0.0) ELSE 0.0 END
+                       + CASE WHEN term_count >= 3 THEN COALESCE(idfs[3] * t.tf3 / (t.tf3 + t.norm), 0.0) ELSE 0.0 END
+                       + CASE WHEN term_count >= 4 THEN COALESCE(idfs[4] * t.tf4 / (t.tf4 + t.norm), 0.0) ELSE 0.0 END
+                       + CASE WHEN term_count >= 5 THEN COALESCE(idfs[5] * t.tf5 / (t.tf5 + t.norm), 0.0) ELSE 0.0 END
+                       + CASE WHEN term_count >= 6 THEN COALESCE(idfs[6] * t.tf6 / (t.tf6 + t.norm), 0.0) ELSE 0.0 END
+                       + CASE WHEN term_count >= 7 THEN COALESCE(idfs[7] * t.tf7 / (t.tf7 + t.norm), 0.0) ELSE 0.0 END
+                       + CASE WHEN term_count >= 8 THEN COALESCE(idfs[8] * t.tf8 / (t.tf8 + t.norm), 0.0) ELSE 0.0 END
+                       + CASE WHEN term_count >= 9 THEN COALESCE(idfs[9] * t.tf9 / (t.tf9 + t.norm), 0.0) ELSE 0.0 END
+                       + CASE WHEN term_count >= 10 THEN COALESCE(idfs[10] * t.tf10 / (t.tf10 + t.norm), 0.0) ELSE 0.0 END
+                       + CASE WHEN term_count >= 11 THEN COALESCE(idfs[11] * t.tf11 / (t.tf11 + t.norm), 0.0) ELSE 0.0 END
+                       + CASE WHEN term_count >= 12 THEN COALESCE(idfs[12] * t.tf12 / (t.tf12 + t.norm), 0.0) ELSE 0.0 END
+                       + CASE WHEN term_count >= 13 THEN COALESCE(idfs[13] * t.tf13 / (t.tf13 + t.norm), 0.0) ELSE 0.0 END
+                       + CASE WHEN term_count >= 14 THEN COALESCE(idfs[14] * t.tf14 / (t.tf14 + t.norm), 0.0) ELSE 0.0 END
+                       + CASE WHEN term_count >= 15 THEN COALESCE(idfs[15] * t.tf15 / (t.tf15 + t.norm), 0.0) ELSE 0.0 END
+                       + CASE WHEN term_count >= 16 THEN COALESCE(idfs[16] * t.tf16 / (t.tf16 + t.norm), 0.0) ELSE 0.0 END
+                       + CASE WHEN term_count >= 17 THEN COALESCE(idfs[17] * t.tf17 / (t.tf17 + t.norm), 0.0) ELSE 0.0 END
+                       + CASE WHEN term_count >= 18 THEN COALESCE(idfs[18] * t.tf18 / (t.tf18 + t.norm), 0.0) ELSE 0.0 END
+                       + CASE WHEN term_count >= 19 THEN COALESCE(idfs[19] * t.tf19 / (t.tf19 + t.norm), 0.0) ELSE 0.0 END
+                       + CASE WHEN term_count >= 20 THEN COALESCE(idfs[20] * t.tf20 / (t.tf20 + t.norm), 0.0) ELSE 0.0 END
+                       + CASE WHEN term_count >= 21 THEN COALESCE(idfs[21] * t.tf21 / (t.tf21 + t.norm), 0.0) ELSE 0.0 END
+                       + CASE WHEN term_count >= 22 THEN COALESCE(idfs[22] * t.tf22 / (t.tf22 + t.norm), 0.0) ELSE 0.0 END
+                       + CASE WHEN term_count >= 23 THEN COALESCE(idfs[23] * t.tf23 / (t.tf23 + t.norm), 0.0) ELSE 0.0 END
+                       + CASE WHEN term_count >= 24 THEN COALESCE(idfs[24] * t.tf24 / (t.tf24 + t.norm), 0.0) ELSE 0.0 END
+                       )::double precision AS score
+                FROM term_frequencies AS t
+            )
+            SELECT 'fulltext'::text, r.document_id, r.subject_id,
+                   -- equal scores share a rank, so ties stay ties through fusion
+                   (pg_catalog.rank() OVER (ORDER BY r.score DESC))::integer,
+                   r.score
+            FROM scored AS r
+            ORDER BY r.score DESC, r.subject_id
+            LIMIT cap;
+    ELSIF term_count <= 8 THEN
         RETURN QUERY
             -- A larger team: the GIN passes.
             WITH any_pass AS MATERIALIZED (

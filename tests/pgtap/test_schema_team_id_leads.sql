@@ -50,6 +50,12 @@ VALUES
 --                              leads each key rather than the column list,
 --                              and recall keeps its explicit team_id
 --                              predicate for prefix collisions.
+--   dm_private.search_documents_team_order_idx
+--                              a btree on search_team_order_key(team_id)
+--                              (0053), whose value is the team id: the team
+--                              leads the key through a function no other
+--                              index has, so the team's evidence comes in
+--                              heap order (full-text dense passes).
 --   dm_private.entity_names_team_trigram_idx,
 --   dm_private.search_documents_entity_team_lexemes_idx
 --                              the same for entity name trigrams (0055) and
@@ -60,6 +66,7 @@ VALUES
     ('dm_private.teams_name_key'),
     ('dm_private.search_documents_claim_order_idx'),
     ('dm_private.search_documents_team_lexemes_idx'),
+    ('dm_private.search_documents_team_order_idx'),
     ('dm_private.entity_names_team_trigram_idx'),
     ('dm_private.search_documents_entity_team_lexemes_idx');
 

@@ -438,6 +438,57 @@ def test_lexeme_keys_read_the_same_candidates_and_never_mix_teams_sharing_a_key_
         assert {uuid.UUID(h[0]) for h in twin_hits} <= theirs, query
 
 
+def test_dense_passes_read_the_same_first_matches_in_heap_order(admin_conn: Conn) -> None:
+    # A pass whose lexemes most of a team holds reads the team's documents through
+    # search_documents_team_order_idx (migration 0053: every key of a team is equal, so they come
+    # in heap order) and stops at the scan_budget-th match, instead of a bitmap of every holder.
+    # The bitmap scan keeps the first scan_budget matches in heap order too, so with a budget of 5
+    # (every pass cut) both ways must give the same candidates, ranks and scores. dense_factor 0
+    # takes the dense way whenever it may (any-term pass; all-terms pass of lexemes only), 1e12
+    # never. Read in another order (the primary key orders by the random document ids), the
+    # passes would keep other documents.
+    for name, factor in (("dense-always", "0"), ("dense-never", "1e12")):
+        admin_conn.execute(
+            "INSERT INTO dm_private.ranking_profiles (name, version, settings) "
+            "SELECT %s, 1, jsonb_set(jsonb_set(settings, '{fulltext,scan_budget}', '5'), "
+            "'{fulltext,dense_factor}', %s::jsonb) FROM dm_private.ranking_profiles WHERE is_default",
+            (name, factor),
+        )
+    team, profile = make_team(admin_conn, "dense")
+    items: list[dict[str, Any]] = []
+    for i in range(30):
+        items.append({"text": f"Invoice {i} for the spring campaign, paid {'late' if i % 3 else 'early'}."})
+        items.append({"text": f"Receipt {i} for the summer campaign and invoice {i}."})
+        if i % 4 == 0:
+            items.append({"text": f"Meeting notes {i} about hiring."})
+    ingest(admin_conn, team, profile, items)
+    queries = (
+        "spring invoice",  # any-term pass cut (spring alone is over the budget), all-terms pass keyed
+        "invoice",  # one lexeme: the all-terms pass alone
+        "invoice campaign",
+        "invoice -summer",  # an exclusion: the all-terms pass through (team_id, search_vector)
+        '"summer campaign" invoice',  # a phrase: the all-terms pass keyed, never dense
+        "invoice or receipt",
+    )
+    for query in queries:
+        dense = fulltext_hits(admin_conn, team, query, request={"ranking_profile": "dense-always"})
+        keyed = fulltext_hits(admin_conn, team, query, request={"ranking_profile": "dense-never"})
+        assert dense, query
+        assert dense == keyed, query
+        assert len(dense) <= 2 * 5, query
+    known = [h[0] for h in fulltext_hits(admin_conn, team, "spring invoice")[:4]]
+    request: dict[str, Any] = {"known_evidence_ids": known, "filters": {"memory_type": "semantic"}}
+    dense = fulltext_hits(
+        admin_conn, team, "spring invoice", request={**request, "ranking_profile": "dense-always"}
+    )
+    keyed = fulltext_hits(
+        admin_conn, team, "spring invoice", request={**request, "ranking_profile": "dense-never"}
+    )
+    assert dense
+    assert dense == keyed
+    assert not set(known) & {h[0] for h in dense}
+
+
 # ---------------------------------------------------------------- isolation
 
 

@@ -78,7 +78,7 @@ def plans_of_recall(conn: Conn, team: uuid.UUID, query: str) -> list[str]:
 
 def test_fulltext_branch_uses_its_gin_index_and_vector_path_follows_team_size(admin_conn: Conn) -> None:
     # the other teams' rows make the table large, as in production: a team is a small part of it
-    bulk_team(admin_conn, "filler", 20000, vectors=False)
+    filler = bulk_team(admin_conn, "filler", 20000, vectors=False)
     large = bulk_team(admin_conn, "large", 3000)
     small = bulk_team(admin_conn, "small", 40)
     built = admin_conn.execute("SELECT team_id, index_name FROM dm.refresh_vector_indexes(1000)").fetchall()
@@ -86,8 +86,14 @@ def test_fulltext_branch_uses_its_gin_index_and_vector_path_follows_team_size(ad
     index_name = str(built[0][1])
     admin_conn.execute("ANALYZE")
 
-    for team in (large, small):
-        plans = plans_of_recall(admin_conn, team, "charlie delta")
+    cases = (
+        (large, "charlie delta"),
+        (small, "charlie delta"),
+        (small, "charlie or delta"),
+        (filler, "record mentions"),
+    )
+    for team, query in cases:
+        plans = plans_of_recall(admin_conn, team, query)
         fulltext = [
             p
             for p in plans
@@ -95,12 +101,13 @@ def test_fulltext_branch_uses_its_gin_index_and_vector_path_follows_team_size(ad
             and "search_vector @@" in p
         ]
         assert fulltext, "the full-text statement ran"
-        # a team of at most scan_budget documents has its own statement (team_rows), a larger
-        # team the GIN passes' statement
-        if team == large:
-            assert all("CTE any_pass" in p and "CTE team_rows" not in p for p in fulltext), fulltext
-        else:
+        # a team of at most scan_budget documents whose all-terms pass cannot use the lexeme keys
+        # (an "or", an exclusion) has its own statement (team_rows); any other query, and a larger
+        # team, the GIN passes' statement
+        if query == "charlie or delta":
             assert all("CTE team_rows" in p and "CTE any_pass" not in p for p in fulltext), fulltext
+        else:
+            assert all("CTE any_pass" in p and "CTE team_rows" not in p for p in fulltext), fulltext
         # one generic plan serves every team of the session: the any-term pass and the keyed
         # all-terms pass read the team-qualified lexeme keys (migration 0025), the other all-terms
         # pass (an "or", an exclusion) the (team_id, search_vector) GIN index, and the small-team
@@ -112,10 +119,26 @@ def test_fulltext_branch_uses_its_gin_index_and_vector_path_follows_team_size(ad
             for p in fulltext
             if "CTE any_pass" in p
         ), [p[p.index("Limit") :] for p in fulltext]
+        # a pass whose lexemes most of a large team holds ("record", "mentions": every document of
+        # the 20,000) has its dense way (migration 0053): the team's documents in heap order through
+        # search_documents_team_order_idx, never through an index in another order; that statement
+        # runs only then
+        dense = [p for p in fulltext if "search_documents_team_order_idx" in p]
+        assert bool(dense) == (team == filler), fulltext
+        assert all(
+            p[p.index("CTE any_pass") : p.index("CTE near_rows")].count(" on search_documents_team_order_idx")
+            + p[p.index("CTE any_pass") : p.index("CTE near_rows")].count(
+                " using search_documents_team_order_idx"
+            )
+            == 2
+            for p in dense
+        ), [p[p.index("Limit") :] for p in dense]
         assert all("Seq Scan on search_documents" not in p for p in fulltext), fulltext
         # no parallel plan: workers return rows in no fixed order, and a pass's LIMIT would pick
         # different documents from call to call
         assert all("Parallel" not in p and "Gather" not in p for p in fulltext), fulltext
+        if team == filler:
+            continue  # no vectors: the vector access path is checked on the other two teams
         vector = [p for p in plans if "document_embeddings AS e" in p and "OPERATOR(public.<=>)" in p]
         assert vector, "the vector statement ran"
         # one generic plan serves every team of the session: never a scan of every team's vectors
