@@ -26,6 +26,11 @@ DECLARE
     scan_cap integer := COALESCE((settings #>> '{fulltext,scan_cap}')::integer, 1000);
     cap integer := COALESCE((settings #>> '{candidates,exact}')::integer, 50);
     anchors text [] := ARRAY(SELECT pg_catalog.lower(a) FROM pg_catalog.jsonb_array_elements_text(req -> 'anchors') AS a);
+    -- each anchor's regular expression, built once per call: the test below
+    -- is dm_private.recall_has_anchors' written out, which, called per
+    -- matching row, built every pattern again for every row (as the rerank
+    -- did before session 7)
+    anchor_patterns text [] := '{}';
     phrases text [] := ARRAY(SELECT pg_catalog.lower(p) FROM pg_catalog.jsonb_array_elements_text(req -> 'phrases') AS p);
     index_q tsquery;
     piece tsquery;
@@ -46,6 +51,11 @@ DECLARE
 BEGIN
     IF pg_catalog.cardinality(anchors) = 0 AND pg_catalog.cardinality(phrases) = 0 THEN
         RETURN;
+    END IF;
+    IF pg_catalog.cardinality(anchors) > 0 THEN
+        anchor_patterns := ARRAY(SELECT dm_private.recall_anchor_pattern(a.anchor)
+                                 FROM pg_catalog.unnest(anchors) WITH ORDINALITY AS a (anchor, o)
+                                 ORDER BY a.o);
     END IF;
     -- The index query: every anchor's phrase query AND-ed, then (phrases
     -- only) the OR of the phrases' queries. Parts with no lexeme are skipped
@@ -100,7 +110,13 @@ BEGIN
                                       AND (window_from IS NULL OR d.source_created_at >= window_from)
                                       AND (window_to IS NULL OR d.source_created_at <= window_to)))
               AND d.subject_id <> ALL (known_ids)
-              AND (pg_catalog.cardinality(anchors) = 0 OR dm_private.recall_has_anchors(d.body, anchors))
+              AND (pg_catalog.cardinality(anchors) = 0 OR NOT EXISTS (
+                       SELECT 1
+                       FROM (SELECT pg_catalog.lower(COALESCE(d.body, '')) AS text OFFSET 0) AS b
+                       CROSS JOIN ROWS FROM (pg_catalog.unnest(anchors), pg_catalog.unnest(anchor_patterns))
+                           AS a (anchor, pattern)
+                       WHERE NOT (pg_catalog.strpos(b.text, pg_catalog.lower(a.anchor)) > 0
+                                  AND b.text OPERATOR(pg_catalog.~) a.pattern)))
             -- the scan cap keeps the lowest evidence ids, not whichever rows
             -- the plan met first: when more than scan_cap documents match,
             -- the same request returns the same candidates whatever the plan
@@ -117,7 +133,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION dm_private.recall_exact_candidates(uuid, jsonb, jsonb) IS
-'Exact branch: eligible evidence that itself contains every required anchor (and at least one requested phrase), found through the GIN index and confirmed with identifier boundaries (recall_has_anchors); ranked by phrases contained. Runs as densemem_searcher.';
+'Exact branch: eligible evidence that itself contains every required anchor (and at least one requested phrase), found through the GIN index and confirmed with identifier boundaries (recall_has_anchors'' test, each pattern built once per call); ranked by phrases contained. Runs as densemem_searcher.';
 ALTER FUNCTION dm_private.recall_exact_candidates(uuid, jsonb, jsonb) OWNER TO densemem_searcher;
 REVOKE ALL ON FUNCTION dm_private.recall_exact_candidates(uuid, jsonb, jsonb) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION dm_private.recall_exact_candidates(uuid, jsonb, jsonb)
