@@ -299,7 +299,9 @@ BEGIN
     -- what is left is an index range); enable_indexscan for the index-only
     -- count.
     IF path = 'hnsw_partial' AND force_path IS NULL AND filtered THEN
-        eligible_first_bound := COALESCE((settings #>> '{index,hnsw,eligible_first_factor}')::numeric, 3)
+        -- (a negative factor counts as 0, always walk: the bounded count
+        -- below takes its square root)
+        eligible_first_bound := GREATEST(COALESCE((settings #>> '{index,hnsw,eligible_first_factor}')::numeric, 3), 0)
                                 * cap * COALESCE(chosen.vector_count, 0);
         time_bounded := created_after IS NOT NULL OR created_before IS NOT NULL OR has_window;
         -- GREATEST and LEAST ignore NULLs: the tightest of the request's

@@ -202,5 +202,8 @@ def test_the_bound_decides_between_walk_and_exact_ranking_and_unfiltered_request
             for request in ({}, {"known_evidence_ids": [str(uuid.uuid4())]}):
                 got = branch(request, 1_000_000)
                 assert got["chosen"] == got["walk"]
+            # a negative factor is 0: the walk, not an error from the bounded count's square root
+            got = branch(semantic, -1)
+            assert got["chosen"] == got["walk"]
         # the walk must differ from the oracle somewhere, or the first check proves nothing
         assert walked > 0 and exact_when_above == 4
