@@ -951,3 +951,49 @@ GRANT EXECUTE ON FUNCTION dm_private.single_valued_predicates(uuid) TO
 densemem_app, densemem_analyst, densemem_operator, densemem_searcher;
 GRANT EXECUTE ON FUNCTION dm_private.relationships_disagree(text, dm_private.relationship_polarity, uuid, text, dm_private.relationship_polarity, uuid, text, text []) TO
 densemem_app, densemem_analyst, densemem_operator, densemem_searcher;
+
+-- ---------------------------------------------------------------- team predicates (migration 0057)
+
+-- The predicates a team's relationships have ever used (insert-only, a
+-- superset): discovery's predicate hints probe only the query-matching ones
+-- when the team has used at most 30 (see migration 0057 and
+-- discovery_for_recall_embedded). The triggers are created by 0057.
+-- After INSERT on relationships (statement): the predicates of the new rows
+-- the team has not used before.
+CREATE OR REPLACE FUNCTION dm_private.team_predicates_inserted()
+RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = ''
+AS $$
+BEGIN
+    INSERT INTO dm_private.team_predicates (team_id, predicate)
+    SELECT DISTINCT n.team_id, n.predicate
+    FROM new_rows AS n
+    WHERE NOT EXISTS (SELECT 1 FROM dm_private.team_predicates AS t
+                      WHERE t.team_id = n.team_id AND t.predicate = n.predicate);
+    RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION dm_private.team_predicates_inserted() IS
+'Trigger (statement, after INSERT on relationships): adds the predicates of the new rows that team_predicates does not hold yet.';
+REVOKE ALL ON FUNCTION dm_private.team_predicates_inserted() FROM PUBLIC;
+
+-- After UPDATE OF predicate on relationships (row, only when it changes):
+-- the new predicate, when the team has not used it before.
+CREATE OR REPLACE FUNCTION dm_private.team_predicates_updated()
+RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = ''
+AS $$
+BEGIN
+    INSERT INTO dm_private.team_predicates (team_id, predicate)
+    SELECT NEW.team_id, NEW.predicate
+    WHERE NOT EXISTS (SELECT 1 FROM dm_private.team_predicates AS t
+                      WHERE t.team_id = NEW.team_id AND t.predicate = NEW.predicate);
+    RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION dm_private.team_predicates_updated() IS
+'Trigger (row, after UPDATE OF predicate on relationships when it changes): adds the new predicate when team_predicates does not hold it yet.';
+REVOKE ALL ON FUNCTION dm_private.team_predicates_updated() FROM PUBLIC;
+
