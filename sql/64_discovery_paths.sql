@@ -617,14 +617,21 @@ BEGIN
                                             THEN (cfg ->> 'time_budget_ms')::numeric::integer END, 20), 1), 10000)
         INTO parsed_entity_ids, hints, predicate_allow, query_lexemes, query_words, query_tsquery,
              seed_count, fan_out, max_edges, max_depth, max_paths, max_path_bytes, time_budget_ms
-        FROM (SELECT dm_private.discovery_lexemes(
-                  COALESCE(query, '') || ' ' || COALESCE((
-                      SELECT pg_catalog.string_agg(COALESCE(x.item ->> 'term', x.item ->> 'text', x.item #>> '{}'), ' ')
-                      FROM pg_catalog.jsonb_array_elements(
-                          CASE WHEN pg_catalog.jsonb_typeof(prs -> 'terms') = 'array' THEN prs -> 'terms' ELSE '[]'::jsonb END)
-                          AS x (item)), '')) AS lexemes
+        -- The lexemes of the query and the parsed terms:
+        -- dm_private.discovery_lexemes(text) written out (keep the two in
+        -- step; a SQL function with its own SET search_path runs its executor
+        -- on every call).
+        FROM (SELECT pg_catalog.tsvector_to_array(pg_catalog.to_tsvector('english'::regconfig,
+                  pg_catalog.replace(pg_catalog.left(COALESCE(
+                      COALESCE(query, '') || ' ' || COALESCE((
+                          SELECT pg_catalog.string_agg(COALESCE(x.item ->> 'term', x.item ->> 'text', x.item #>> '{}'),
+                                                       ' ')
+                          FROM pg_catalog.jsonb_array_elements(
+                              CASE WHEN pg_catalog.jsonb_typeof(prs -> 'terms') = 'array' THEN prs -> 'terms'
+                                   ELSE '[]'::jsonb END)
+                              AS x (item)), ''), ''), 2000), '_', ' '))) AS lexemes
               -- OFFSET 0: evaluated once (a flattened sub-select ran the
-              -- function once per reference to lx.lexemes).
+              -- expression once per reference to lx.lexemes).
               OFFSET 0) AS lx;
         deadline := started + pg_catalog.make_interval(secs => time_budget_ms / 1000.0);
         -- The walk needs no more edges than a pool of candidate paths can use:
