@@ -15,8 +15,8 @@
 --
 -- One row per (team, predicate) first seen; no counter, nothing updated,
 -- nothing deleted: a statement trigger adds the predicates of inserted rows
--- that are not there yet (INSERT ... WHERE NOT EXISTS, no unique
--- constraint, so no writer ever waits on another; a race leaves a
+-- that are not there yet (INSERT ... WHERE NOT EXISTS; the key ends in a
+-- random key_id, so no writer ever waits on another, and a race leaves a
 -- duplicate, which the reader's DISTINCT absorbs). A row trigger adds the
 -- new predicate of an UPDATE that changes one (UPDATE OF predicate: other
 -- updates do not fire it). Predicates that are no longer used stay: readers
@@ -30,13 +30,16 @@ SET LOCAL ROLE densemem_owner;
 
 CREATE TABLE dm_private.team_predicates (
     team_id uuid NOT NULL,
-    predicate text NOT NULL
+    predicate text NOT NULL,
+    -- A random last key column: the key is unique without making a writer
+    -- wait on another that adds the same predicate at the same time.
+    key_id uuid NOT NULL DEFAULT pg_catalog.gen_random_uuid(),
+    CONSTRAINT team_predicates_pkey PRIMARY KEY (team_id, predicate, key_id)
 );
-CREATE INDEX team_predicates_team_predicate_idx ON dm_private.team_predicates (team_id, predicate);
 COMMENT ON TABLE dm_private.team_predicates IS
 'Derived, kept by triggers, insert-only: every predicate a relationship of the team has had (a superset; a race may leave a duplicate). Discovery''s predicate hints probe only the matching ones when a team has used at most 30.';
-COMMENT ON INDEX dm_private.team_predicates_team_predicate_idx IS
-'The team''s predicates in order (not unique: writers never wait on each other).';
+COMMENT ON INDEX dm_private.team_predicates_pkey IS
+'The team''s predicates in order; key_id (random) keeps writers from waiting on each other, so a predicate may repeat.';
 
 ALTER TABLE dm_private.team_predicates ENABLE ROW LEVEL SECURITY;
 ALTER TABLE dm_private.team_predicates FORCE ROW LEVEL SECURITY;
