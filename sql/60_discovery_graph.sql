@@ -123,7 +123,11 @@ DECLARE
     trgm_limit double precision;
     lexeme_keys text [];
 BEGIN
-    IF seed_team_id IS NULL OR seed_team_id IS DISTINCT FROM dm_private.authenticated_team_id() THEN
+    -- dm_private.authenticated_team_id()'s expression written out, as
+    -- require_team does (a SQL function with its own SET search_path runs
+    -- its executor on every call).
+    IF seed_team_id IS NULL
+       OR seed_team_id IS DISTINCT FROM NULLIF(pg_catalog.current_setting('densemem.team_id', true), '')::uuid THEN
         RAISE EXCEPTION 'team_id does not match the authenticated team' USING ERRCODE = '42501';
     END IF;
     IF seed_limit IS NULL OR seed_limit < 1 THEN
@@ -151,22 +155,27 @@ BEGIN
         RETURN;
     END IF;
 
-    fuzzy_words := ARRAY(
-        SELECT g.word
-        FROM pg_catalog.unnest(ngrams) AS g (word)
-        WHERE pg_catalog.strpos(g.word, ' ') = 0
-          AND pg_catalog.length(g.word) >= 5
-          AND pg_catalog.length(pg_catalog.to_tsvector('english'::regconfig, g.word)) > 0
-        ORDER BY pg_catalog.length(g.word) DESC, g.word
-        LIMIT 5);
-    -- The threshold `%` compares with (pg_trgm.similarity_threshold).
-    trgm_limit := public.show_limit();
-    SELECT pg_catalog.string_agg(pg_catalog.quote_literal(l.lexeme), ' | ')::tsquery,
-           CASE WHEN NOT pg_catalog.bool_or(pg_catalog.strpos(l.lexeme, '''') > 0
-                                            OR pg_catalog.strpos(l.lexeme, '\') > 0)
-                THEN pg_catalog.array_agg(pg_catalog.left(seed_team_id::text, 8) || l.lexeme) END
-    INTO or_query, lexeme_keys
-    FROM pg_catalog.unnest(dm_private.discovery_lexemes(query)) AS l (lexeme);
+    -- The fuzzy words, the threshold `%` compares with
+    -- (pg_trgm.similarity_threshold), and the query's lexemes as an OR
+    -- query and as team-qualified index keys: one statement. The lexemes are
+    -- dm_private.discovery_lexemes(query) written out (keep the two in step).
+    SELECT ARRAY(
+               SELECT g.word
+               FROM pg_catalog.unnest(ngrams) AS g (word)
+               WHERE pg_catalog.strpos(g.word, ' ') = 0
+                 AND pg_catalog.length(g.word) >= 5
+                 AND pg_catalog.length(pg_catalog.to_tsvector('english'::regconfig, g.word)) > 0
+               ORDER BY pg_catalog.length(g.word) DESC, g.word
+               LIMIT 5),
+           public.show_limit(),
+           lx.or_query, lx.lexeme_keys
+    INTO fuzzy_words, trgm_limit, or_query, lexeme_keys
+    FROM (SELECT pg_catalog.string_agg(pg_catalog.quote_literal(l.lexeme), ' | ')::tsquery AS or_query,
+                 CASE WHEN NOT pg_catalog.bool_or(pg_catalog.strpos(l.lexeme, '''') > 0
+                                                  OR pg_catalog.strpos(l.lexeme, '\') > 0)
+                      THEN pg_catalog.array_agg(pg_catalog.left(seed_team_id::text, 8) || l.lexeme) END AS lexeme_keys
+          FROM pg_catalog.unnest(pg_catalog.tsvector_to_array(pg_catalog.to_tsvector('english'::regconfig,
+                   pg_catalog.replace(pg_catalog.left(COALESCE(query, ''), 2000), '_', ' ')))) AS l (lexeme)) AS lx;
     IF query_embedding IS NOT NULL THEN
         SELECT c.contract_id INTO active_contract
         FROM dm_private.embedding_contracts AS c
@@ -951,3 +960,49 @@ GRANT EXECUTE ON FUNCTION dm_private.single_valued_predicates(uuid) TO
 densemem_app, densemem_analyst, densemem_operator, densemem_searcher;
 GRANT EXECUTE ON FUNCTION dm_private.relationships_disagree(text, dm_private.relationship_polarity, uuid, text, dm_private.relationship_polarity, uuid, text, text []) TO
 densemem_app, densemem_analyst, densemem_operator, densemem_searcher;
+
+-- ---------------------------------------------------------------- team predicates (migration 0057)
+
+-- The predicates a team's relationships have ever used (insert-only, a
+-- superset): discovery's predicate hints probe only the query-matching ones
+-- when the team has used at most 30 (see migration 0057 and
+-- discovery_for_recall_embedded). The triggers are created by 0057.
+-- After INSERT on relationships (statement): the predicates of the new rows
+-- the team has not used before.
+CREATE OR REPLACE FUNCTION dm_private.team_predicates_inserted()
+RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = ''
+AS $$
+BEGIN
+    INSERT INTO dm_private.team_predicates (team_id, predicate)
+    SELECT DISTINCT n.team_id, n.predicate
+    FROM new_rows AS n
+    WHERE NOT EXISTS (SELECT 1 FROM dm_private.team_predicates AS t
+                      WHERE t.team_id = n.team_id AND t.predicate = n.predicate);
+    RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION dm_private.team_predicates_inserted() IS
+'Trigger (statement, after INSERT on relationships): adds the predicates of the new rows that team_predicates does not hold yet.';
+REVOKE ALL ON FUNCTION dm_private.team_predicates_inserted() FROM PUBLIC;
+
+-- After UPDATE OF predicate on relationships (row, only when it changes):
+-- the new predicate, when the team has not used it before.
+CREATE OR REPLACE FUNCTION dm_private.team_predicates_updated()
+RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = ''
+AS $$
+BEGIN
+    INSERT INTO dm_private.team_predicates (team_id, predicate)
+    SELECT NEW.team_id, NEW.predicate
+    WHERE NOT EXISTS (SELECT 1 FROM dm_private.team_predicates AS t
+                      WHERE t.team_id = NEW.team_id AND t.predicate = NEW.predicate);
+    RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION dm_private.team_predicates_updated() IS
+'Trigger (row, after UPDATE OF predicate on relationships when it changes): adds the new predicate when team_predicates does not hold it yet.';
+REVOKE ALL ON FUNCTION dm_private.team_predicates_updated() FROM PUBLIC;
+

@@ -506,6 +506,7 @@ DECLARE
     seed_scores jsonb := '{}';
     inactive_owners uuid [] := '{}';
     strong_seeds boolean := false;
+    team_predicates text [];
     candidate record;
     -- The chosen paths, collected as an array and turned into one JSON
     -- array at the end (no jsonb concatenation per chosen path).
@@ -616,14 +617,21 @@ BEGIN
                                             THEN (cfg ->> 'time_budget_ms')::numeric::integer END, 20), 1), 10000)
         INTO parsed_entity_ids, hints, predicate_allow, query_lexemes, query_words, query_tsquery,
              seed_count, fan_out, max_edges, max_depth, max_paths, max_path_bytes, time_budget_ms
-        FROM (SELECT dm_private.discovery_lexemes(
-                  COALESCE(query, '') || ' ' || COALESCE((
-                      SELECT pg_catalog.string_agg(COALESCE(x.item ->> 'term', x.item ->> 'text', x.item #>> '{}'), ' ')
-                      FROM pg_catalog.jsonb_array_elements(
-                          CASE WHEN pg_catalog.jsonb_typeof(prs -> 'terms') = 'array' THEN prs -> 'terms' ELSE '[]'::jsonb END)
-                          AS x (item)), '')) AS lexemes
+        -- The lexemes of the query and the parsed terms:
+        -- dm_private.discovery_lexemes(text) written out (keep the two in
+        -- step; a SQL function with its own SET search_path runs its executor
+        -- on every call).
+        FROM (SELECT pg_catalog.tsvector_to_array(pg_catalog.to_tsvector('english'::regconfig,
+                  pg_catalog.replace(pg_catalog.left(COALESCE(
+                      COALESCE(query, '') || ' ' || COALESCE((
+                          SELECT pg_catalog.string_agg(COALESCE(x.item ->> 'term', x.item ->> 'text', x.item #>> '{}'),
+                                                       ' ')
+                          FROM pg_catalog.jsonb_array_elements(
+                              CASE WHEN pg_catalog.jsonb_typeof(prs -> 'terms') = 'array' THEN prs -> 'terms'
+                                   ELSE '[]'::jsonb END)
+                              AS x (item)), ''), ''), 2000), '_', ' '))) AS lexemes
               -- OFFSET 0: evaluated once (a flattened sub-select ran the
-              -- function once per reference to lx.lexemes).
+              -- expression once per reference to lx.lexemes).
               OFFSET 0) AS lx;
         deadline := started + pg_catalog.make_interval(secs => time_budget_ms / 1000.0);
         -- The walk needs no more edges than a pool of candidate paths can use:
@@ -685,26 +693,62 @@ BEGIN
         END IF;
 
         -- Predicate hints from the query's words when the parser gave none: the
-        -- own predicates (a skip scan each) of the two strongest seeds the query
-        -- named (not those only linked to returned evidence) whose words match.
-        -- Without a seed of score 1.5 or more the statement has no entity to
-        -- read (the common call seeded only by returned evidence): not started.
+        -- own predicates (at most 30 per direction, in order) of the two
+        -- strongest seeds the query named (not those only linked to returned
+        -- evidence) whose words match. Without a seed of score 1.5 or more the
+        -- statement has no entity to read (the common call seeded only by
+        -- returned evidence): not started.
         IF pg_catalog.cardinality(hints) = 0 AND strong_seeds
            AND pg_catalog.cardinality(query_lexemes) > 0 THEN
-            hints := ARRAY(
-                SELECT d.predicate
-                FROM (SELECT DISTINCT p.predicate
-                      FROM (SELECT sc.key::uuid AS entity_id
-                            FROM pg_catalog.jsonb_each_text(seed_scores) AS sc (key, value)
-                            WHERE sc.value::double precision >= 1.5
-                            ORDER BY sc.value::double precision DESC, sc.key
-                            LIMIT 2) AS s
-                      CROSS JOIN LATERAL dm_private.discovery_entity_predicates(team, s.entity_id, 30) AS p (predicate)
-                     ) AS d
-                WHERE pg_catalog.to_tsvector('english'::regconfig, pg_catalog.replace(d.predicate, '_', ' '))
-                      OPERATOR(pg_catalog.@@) query_tsquery
-                ORDER BY d.predicate
-                LIMIT 20);
+            -- The team's predicates (migration 0057: every predicate its
+            -- relationships have had, a superset kept by the write path). When
+            -- there are at most 30, no entity has more than 30 per direction,
+            -- so the 30-per-direction cut never applies and the hints are
+            -- exactly the matching ones a seed has: one existence probe per
+            -- matching predicate and seed direction instead of the loose index
+            -- scans of discovery_entity_predicates, each of whose steps reads
+            -- the rest of a leaf page of a hub (~50 k instructions, ~20 steps
+            -- per direction). More than 30: the loose scans, as before.
+            team_predicates := ARRAY(SELECT DISTINCT t.predicate FROM dm_private.team_predicates AS t
+                                     WHERE t.team_id = team ORDER BY t.predicate LIMIT 31);
+            IF pg_catalog.cardinality(team_predicates) <= 30 THEN
+                hints := ARRAY(
+                    SELECT v.predicate
+                    FROM pg_catalog.unnest(team_predicates) AS v (predicate)
+                    WHERE pg_catalog.to_tsvector('english'::regconfig, pg_catalog.replace(v.predicate, '_', ' '))
+                          OPERATOR(pg_catalog.@@) query_tsquery
+                      AND EXISTS (
+                          SELECT 1
+                          FROM (SELECT sc.key::uuid AS entity_id
+                                FROM pg_catalog.jsonb_each_text(seed_scores) AS sc (key, value)
+                                WHERE sc.value::double precision >= 1.5
+                                ORDER BY sc.value::double precision DESC, sc.key
+                                LIMIT 2) AS s
+                          WHERE EXISTS (SELECT 1 FROM dm_private.relationships AS r
+                                        WHERE r.team_id = team AND r.subject_entity_id = s.entity_id
+                                          AND r.predicate = v.predicate)
+                             OR EXISTS (SELECT 1 FROM dm_private.relationships AS r
+                                        WHERE r.team_id = team AND r.object_entity_id = s.entity_id
+                                          AND r.predicate = v.predicate))
+                    ORDER BY v.predicate
+                    LIMIT 20);
+            ELSE
+                hints := ARRAY(
+                    SELECT d.predicate
+                    FROM (SELECT DISTINCT p.predicate
+                          FROM (SELECT sc.key::uuid AS entity_id
+                                FROM pg_catalog.jsonb_each_text(seed_scores) AS sc (key, value)
+                                WHERE sc.value::double precision >= 1.5
+                                ORDER BY sc.value::double precision DESC, sc.key
+                                LIMIT 2) AS s
+                          CROSS JOIN LATERAL dm_private.discovery_entity_predicates(team, s.entity_id, 30)
+                              AS p (predicate)
+                         ) AS d
+                    WHERE pg_catalog.to_tsvector('english'::regconfig, pg_catalog.replace(d.predicate, '_', ' '))
+                          OPERATOR(pg_catalog.@@) query_tsquery
+                    ORDER BY d.predicate
+                    LIMIT 20);
+            END IF;
         END IF;
 
         IF pg_catalog.cardinality(seed_ids) > 0 AND max_paths > 0 THEN
