@@ -1462,6 +1462,9 @@ DECLARE
     -- four words is one of the query's 1-4 token n-grams exactly when it is
     -- found here between spaces (tokens hold no space and are never empty).
     padded constant text := ' ' || pg_catalog.array_to_string(toks, ' ') || ' ';
+    -- The second word of a name or phrase of the query: a token, or none
+    -- ('' sorts first in byte order, so the array stays sorted).
+    second_toks constant text [] := '{""}'::text [] || scan_toks;
 BEGIN
     IF toks IS NULL OR pg_catalog.cardinality(toks) = 0 THEN
         IF anchors IS NULL THEN
@@ -1474,7 +1477,9 @@ BEGIN
     -- Three ARRAY(SELECT ...) sublinks under one Result: no aggregate node
     -- to start (an Agg node's start-up, with its catalog look-ups and ACL
     -- checks, ran on every call); an empty answer is an empty array.
-    -- Rows whose first word is a token of the query (few), with the fewest
+    -- Rows whose first word is a token of the query and whose second word
+    -- is one too or empty (few: the index of migration 0060 skips a team's
+    -- names that share a first word but continue otherwise), with the fewest
     -- expressions: the statement's expressions are compiled on every
     -- execution, so the test that the whole name or phrase is an n-gram
     -- runs below, in PL/pgSQL, on the rows found.
@@ -1487,7 +1492,8 @@ BEGIN
                  WHERE e.team_id = match_team_id AND e.entity_id = x.entity_id)]
             FROM dm_private.entity_names AS x
             WHERE x.team_id = match_team_id
-              AND pg_catalog.split_part(x.normalized_name, ' ', 1) COLLATE "C" = ANY (scan_toks)),
+              AND pg_catalog.split_part(x.normalized_name, ' ', 1) COLLATE "C" = ANY (scan_toks)
+              AND pg_catalog.split_part(x.normalized_name, ' ', 2) COLLATE "C" = ANY (second_toks)),
         -- {predicate, phrase, '' or ' -' for a disabled row}: the team's
         -- rows and the defaults, apart; the override rule is applied below
         -- (two scans: fewer plan nodes to start than a union with an
@@ -1496,11 +1502,13 @@ BEGIN
             SELECT ARRAY[s.predicate, s.phrase, CASE WHEN s.enabled THEN '' ELSE ' -' END]
             FROM dm_private.predicate_synonyms AS s
             WHERE s.team_id = match_team_id
-              AND pg_catalog.split_part(s.phrase, ' ', 1) COLLATE "C" = ANY (scan_toks)),
+              AND pg_catalog.split_part(s.phrase, ' ', 1) COLLATE "C" = ANY (scan_toks)
+              AND pg_catalog.split_part(s.phrase, ' ', 2) COLLATE "C" = ANY (second_toks)),
         ARRAY(
             SELECT ARRAY[f.predicate, f.phrase]
             FROM dm_private.predicate_synonym_defaults AS f
-            WHERE pg_catalog.split_part(f.phrase, ' ', 1) COLLATE "C" = ANY (scan_toks))
+            WHERE pg_catalog.split_part(f.phrase, ' ', 1) COLLATE "C" = ANY (scan_toks)
+              AND pg_catalog.split_part(f.phrase, ' ', 2) COLLATE "C" = ANY (second_toks))
     INTO name_rows_read, team_rows_read, default_rows_read;
 
     -- A name or phrase of one to four words is one of the query's n-grams
