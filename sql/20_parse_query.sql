@@ -19,6 +19,10 @@
 --                                             (dm_private.match_entity_trigrams for misspellings),
 --                                             and the whole answer; match_query_names(team,
 --                                             n-grams, candidates) is its wrapper
+--   dm_private.parse_query_team(team, tokens, sorted tokens, candidates, pieces)
+--                                             what dm.parse_query calls (session 8): the same
+--                                             answer, the names and phrases read by their first
+--                                             two words (migration 0060) instead of by n-gram
 --   dm_private.match_query_entities(team, n-grams, candidates)
 --   dm_private.predicate_hints(team, n-grams) the same two answers by sorting SQL statements,
 --                                             for direct use (and rows beyond 16)
@@ -1401,6 +1405,15 @@ COMMENT ON FUNCTION dm_private.parse_query_names(uuid, text [], text [], text []
 'What dm.parse_query reads from the authenticated team''s tables, in one call: the entities (dm_private.match_query_entities) and predicates (dm_private.predicate_hints) for the n-grams (scan_grams: the same n-grams, sorted in byte order without duplicates, or as given) and trigram candidates; with anchors NULL {"entities", "predicates"}, otherwise dm.parse_query''s whole answer with the given anchors, phrases, terms and time. Definer (densemem_searcher) with an explicit, checked team predicate.';
 ALTER FUNCTION dm_private.parse_query_names(uuid, text [], text [], text [], jsonb, jsonb, jsonb, jsonb) OWNER TO densemem_searcher;
 
+-- The team's part of dm.parse_query since session 8: the same answer as
+-- dm_private.parse_query_names, without the n-grams. The names, aliases and
+-- synonym phrases whose first two words are tokens of the query (the second
+-- may be empty) are read through the indexes of migration 0060 with the
+-- query's ~9 distinct tokens as keys, instead of ~35 n-grams; a row is kept
+-- when its name or phrase has one to four words and stands between spaces
+-- in the tokens, which is n-gram equality. It forces one generic plan: the
+-- plan cache kept custom plans for a team without entities or synonyms and
+-- planned the statement on every parse.
 CREATE OR REPLACE FUNCTION dm_private.parse_query_team(
     match_team_id uuid, toks text [], scan_toks text [], fuzzy text [],
     anchors jsonb, phrases jsonb, terms jsonb, time_hints jsonb)
@@ -1681,7 +1694,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION dm_private.parse_query_team(uuid, text [], text [], text [], jsonb, jsonb, jsonb, jsonb) IS
-'What dm.parse_query reads from the authenticated team''s tables, in one call: the entities (dm_private.match_query_entities) and predicates (dm_private.predicate_hints) for the n-grams (scan_grams: the same n-grams, sorted in byte order without duplicates, or as given) and trigram candidates; with anchors NULL {"entities", "predicates"}, otherwise dm.parse_query''s whole answer with the given anchors, phrases, terms and time. Definer (densemem_searcher) with an explicit, checked team predicate.';
+'What dm.parse_query reads from the authenticated team''s tables, in one call: the entities (as dm_private.match_query_entities) and predicates (as dm_private.predicate_hints) that the 1-4 token n-grams of toks (the query''s lower-case tokens; scan_toks: the same, sorted in byte order without duplicates, or as given) would find, read by their first two words, and the trigram candidates; with anchors NULL {"entities", "predicates"}, otherwise dm.parse_query''s whole answer with the given anchors, phrases, terms and time. Definer (densemem_searcher) with an explicit, checked team predicate; one generic plan.';
 ALTER FUNCTION dm_private.parse_query_team(uuid, text [], text [], text [], jsonb, jsonb, jsonb, jsonb) OWNER TO densemem_searcher;
 
 -- The one-call lookup behind dm.parse_query (dm_private.parse_query_names
@@ -1724,12 +1737,15 @@ ALTER FUNCTION dm_private.match_query_names(uuid, text [], text []) OWNER TO den
 -- One PL/pgSQL call does the table-free work itself: every function call
 -- costs a search_path switch and a PL/pgSQL frame (about 9 k instructions),
 -- so the bodies of dm_private.parse_prepare_text, query_tokens_cased,
--- query_token_ngrams, query_fuzzy_keys and parse_query_text are written
--- out here, each the same expressions as its reference function (which
--- stays for direct use; tests/python/test_parse_fast_paths.py compares the
--- two on the corpus and generated queries). What remains are calls to
--- dm_private.parse_anchors (only when its own first guard can pass),
--- dm_private.parse_time and the definer lookup dm_private.match_query_names.
+-- query_fuzzy_keys and parse_query_text are written out here, each the same
+-- expressions as its reference function (which stays for direct use;
+-- tests/python/test_parse_fast_paths.py compares the two on the corpus and
+-- generated queries). The n-grams (dm_private.query_token_ngrams) are not
+-- built since session 8: the team's names and phrases are read by their
+-- first two words (tests/python/test_parse_first_word.py). What remains are
+-- calls to dm_private.parse_anchors (only when its own first guard can
+-- pass), dm_private.parse_time_words and the definer lookup
+-- dm_private.parse_query_team.
 CREATE OR REPLACE FUNCTION dm.parse_query(query text, team_id uuid, now timestamptz DEFAULT pg_catalog.now())
 RETURNS jsonb
 LANGUAGE plpgsql
