@@ -334,6 +334,26 @@ BEGIN
             IF toks[j] = 'the' THEN
                 j := j + 1;
             END IF;
+            -- Every base form below starts with a digit or one of these
+            -- words (number words, months, day words, last / this / next /
+            -- past / previous, weekdays): any other word (most often what
+            -- follows "the", "in", "of") is no base form, and the position
+            -- moves on as the chain below would (k = 0), without it.
+            IF toks[j] IS NULL OR (pg_catalog.ascii(toks[j]) NOT BETWEEN 48 AND 57
+               AND NOT ('{"a": true, "an": true, "one": true, "two": true, "three": true, "four": true,
+                        "five": true, "six": true, "seven": true, "eight": true, "nine": true, "ten": true,
+                        "eleven": true, "twelve": true, "january": true, "february": true, "march": true,
+                        "april": true, "may": true, "june": true, "july": true, "august": true,
+                        "september": true, "october": true, "november": true, "december": true, "sept": true,
+                        "jan": true, "feb": true, "mar": true, "apr": true, "jun": true, "jul": true,
+                        "aug": true, "sep": true, "oct": true, "nov": true, "dec": true, "today": true,
+                        "tonight": true, "yesterday": true, "tomorrow": true, "last": true, "this": true,
+                        "next": true, "past": true, "previous": true, "monday": true, "tuesday": true,
+                        "wednesday": true, "thursday": true, "friday": true, "saturday": true,
+                        "sunday": true}'::jsonb OPERATOR(pg_catalog.?) toks[j])) THEN
+                i := i + 1;
+                CONTINUE;
+            END IF;
             t1 := toks[j];
             t2 := toks[j + 1];
             t3 := toks[j + 2];
