@@ -19,6 +19,10 @@
 --                                             (dm_private.match_entity_trigrams for misspellings),
 --                                             and the whole answer; match_query_names(team,
 --                                             n-grams, candidates) is its wrapper
+--   dm_private.parse_query_team(team, tokens, sorted tokens, candidates, pieces)
+--                                             what dm.parse_query calls (session 8): the same
+--                                             answer, the names and phrases read by their first
+--                                             two words (migration 0060) instead of by n-gram
 --   dm_private.match_query_entities(team, n-grams, candidates)
 --   dm_private.predicate_hints(team, n-grams) the same two answers by sorting SQL statements,
 --                                             for direct use (and rows beyond 16)
@@ -329,6 +333,26 @@ BEGIN
             END IF;
             IF toks[j] = 'the' THEN
                 j := j + 1;
+            END IF;
+            -- Every base form below starts with a digit or one of these
+            -- words (number words, months, day words, last / this / next /
+            -- past / previous, weekdays): any other word (most often what
+            -- follows "the", "in", "of") is no base form, and the position
+            -- moves on as the chain below would (k = 0), without it.
+            IF toks[j] IS NULL OR (pg_catalog.ascii(toks[j]) NOT BETWEEN 48 AND 57
+               AND NOT ('{"a": true, "an": true, "one": true, "two": true, "three": true, "four": true,
+                        "five": true, "six": true, "seven": true, "eight": true, "nine": true, "ten": true,
+                        "eleven": true, "twelve": true, "january": true, "february": true, "march": true,
+                        "april": true, "may": true, "june": true, "july": true, "august": true,
+                        "september": true, "october": true, "november": true, "december": true, "sept": true,
+                        "jan": true, "feb": true, "mar": true, "apr": true, "jun": true, "jul": true,
+                        "aug": true, "sep": true, "oct": true, "nov": true, "dec": true, "today": true,
+                        "tonight": true, "yesterday": true, "tomorrow": true, "last": true, "this": true,
+                        "next": true, "past": true, "previous": true, "monday": true, "tuesday": true,
+                        "wednesday": true, "thursday": true, "friday": true, "saturday": true,
+                        "sunday": true}'::jsonb OPERATOR(pg_catalog.?) toks[j])) THEN
+                i := i + 1;
+                CONTINUE;
             END IF;
             t1 := toks[j];
             t2 := toks[j + 1];
@@ -1401,6 +1425,298 @@ COMMENT ON FUNCTION dm_private.parse_query_names(uuid, text [], text [], text []
 'What dm.parse_query reads from the authenticated team''s tables, in one call: the entities (dm_private.match_query_entities) and predicates (dm_private.predicate_hints) for the n-grams (scan_grams: the same n-grams, sorted in byte order without duplicates, or as given) and trigram candidates; with anchors NULL {"entities", "predicates"}, otherwise dm.parse_query''s whole answer with the given anchors, phrases, terms and time. Definer (densemem_searcher) with an explicit, checked team predicate.';
 ALTER FUNCTION dm_private.parse_query_names(uuid, text [], text [], text [], jsonb, jsonb, jsonb, jsonb) OWNER TO densemem_searcher;
 
+-- The team's part of dm.parse_query since session 8: the same answer as
+-- dm_private.parse_query_names, without the n-grams. The names, aliases and
+-- synonym phrases whose first two words are tokens of the query (the second
+-- may be empty) are read through the indexes of migration 0060 with the
+-- query's ~9 distinct tokens as keys, instead of ~35 n-grams; a row is kept
+-- when its name or phrase has one to four words and stands between spaces
+-- in the tokens, which is n-gram equality. It forces one generic plan: the
+-- plan cache kept custom plans for a team without entities or synonyms and
+-- planned the statement on every parse.
+CREATE OR REPLACE FUNCTION dm_private.parse_query_team(
+    match_team_id uuid, toks text [], scan_toks text [], fuzzy text [],
+    anchors jsonb, phrases jsonb, terms jsonb, time_hints jsonb)
+RETURNS jsonb
+LANGUAGE plpgsql
+STABLE
+SECURITY DEFINER
+SET search_path = ''
+-- One plan for every call. With custom plans (the plan cache's choice when
+-- a team's estimates are below the generic plan's, as for a team without
+-- entities or synonyms) every call planned the lookup again: ~2.5 M
+-- instructions per parse in a graph-less team instead of ~0.4 M.
+SET plan_cache_mode = force_generic_plan
+AS $$
+DECLARE
+    -- Checked first, as an expression (PERFORM would run a whole query).
+    -- The service's case (the requested team is the authenticated one and
+    -- the session user is a member of densemem_app) is the case in which
+    -- dm_private.require_team returns at once, without an error: tested
+    -- here without its two function calls; every other case (no team, a
+    -- mismatch, an analyst whose grant must be read) calls it and gets its
+    -- errors.
+    checked_team constant uuid := CASE
+        WHEN match_team_id = NULLIF(pg_catalog.current_setting('densemem.team_id', true), '')::uuid
+             AND pg_catalog.pg_has_role(session_user, 'densemem_app', 'MEMBER')
+        THEN match_team_id
+        ELSE dm_private.require_team(match_team_id) END;
+    -- One row per matched name: {entity id, mention, 't' if canonical else
+    -- 'f', canonical name}, one aggregate instead of four (each aggregate
+    -- costs its start-up on every call). A uuid's text orders as its bytes
+    -- in byte order (hex digits, hyphens at fixed places), so the ordering
+    -- below compares the text COLLATE "C".
+    name_rows_read text [];
+    team_rows_read text [];
+    default_rows_read text [];
+    name_rows_found text [] := '{}'::text [];
+    r text [];
+    at integer;
+    hints text [];
+    team_hints text [] := '{}'::text [];
+    default_hints text [] := '{}'::text [];
+    taken text [] := '{}'::text [];
+    n integer;
+    name_rows integer;
+    first_at integer;
+    picked integer [] := '{}'::integer [];
+    pos integer [] := '{}'::integer [];
+    names text [] := '{}'::text [];
+    better boolean;
+    k integer;
+    found jsonb := '[]'::jsonb;
+    predicates jsonb := '[]'::jsonb;
+    matched_names text [] := '{}'::text [];
+    matched_ids uuid [] := '{}'::uuid [];
+    candidate text;
+    covered text;
+    probes text [] := '{}'::text [];
+    -- The query's tokens between single spaces: a name or phrase of one to
+    -- four words is one of the query's 1-4 token n-grams exactly when it is
+    -- found here between spaces (tokens hold no space and are never empty).
+    padded constant text := ' ' || pg_catalog.array_to_string(toks, ' ') || ' ';
+    -- The second word of a name or phrase of the query: a token, or none
+    -- ('' sorts first in byte order, so the array stays sorted).
+    second_toks constant text [] := '{""}'::text [] || scan_toks;
+BEGIN
+    IF toks IS NULL OR pg_catalog.cardinality(toks) = 0 THEN
+        IF anchors IS NULL THEN
+            RETURN '{"entities": [], "predicates": []}'::jsonb;
+        END IF;
+        RETURN pg_catalog.jsonb_build_object(
+            'anchors', anchors, 'phrases', phrases, 'terms', terms, 'time', time_hints,
+            'entities', '[]'::jsonb, 'predicates', '[]'::jsonb);
+    END IF;
+    -- Three ARRAY(SELECT ...) sublinks under one Result: no aggregate node
+    -- to start (an Agg node's start-up, with its catalog look-ups and ACL
+    -- checks, ran on every call); an empty answer is an empty array.
+    -- Rows whose first word is a token of the query and whose second word
+    -- is one too or empty (few: the index of migration 0060 skips a team's
+    -- names that share a first word but continue otherwise), with the fewest
+    -- expressions: the statement's expressions are compiled on every
+    -- execution, so the test that the whole name or phrase is an n-gram
+    -- runs below, in PL/pgSQL, on the rows found.
+    SELECT
+        ARRAY(
+            SELECT ARRAY[
+                x.entity_id::text, x.normalized_name, CASE WHEN x.is_canonical THEN 't' ELSE 'f' END,
+                -- The canonical name by primary key, for the rows found only.
+                (SELECT e.canonical_name FROM dm_private.entities AS e
+                 WHERE e.team_id = match_team_id AND e.entity_id = x.entity_id)]
+            FROM dm_private.entity_names AS x
+            WHERE x.team_id = match_team_id
+              AND pg_catalog.split_part(x.normalized_name, ' ', 1) COLLATE "C" = ANY (scan_toks)
+              AND pg_catalog.split_part(x.normalized_name, ' ', 2) COLLATE "C" = ANY (second_toks)),
+        -- {predicate, phrase, '' or ' -' for a disabled row}: the team's
+        -- rows and the defaults, apart; the override rule is applied below
+        -- (two scans: fewer plan nodes to start than a union with an
+        -- anti-join subquery).
+        ARRAY(
+            SELECT ARRAY[s.predicate, s.phrase, CASE WHEN s.enabled THEN '' ELSE ' -' END]
+            FROM dm_private.predicate_synonyms AS s
+            WHERE s.team_id = match_team_id
+              AND pg_catalog.split_part(s.phrase, ' ', 1) COLLATE "C" = ANY (scan_toks)
+              AND pg_catalog.split_part(s.phrase, ' ', 2) COLLATE "C" = ANY (second_toks)),
+        ARRAY(
+            SELECT ARRAY[f.predicate, f.phrase]
+            FROM dm_private.predicate_synonym_defaults AS f
+            WHERE pg_catalog.split_part(f.phrase, ' ', 1) COLLATE "C" = ANY (scan_toks)
+              AND pg_catalog.split_part(f.phrase, ' ', 2) COLLATE "C" = ANY (second_toks))
+    INTO name_rows_read, team_rows_read, default_rows_read;
+
+    -- A name or phrase of one to four words is one of the query's n-grams
+    -- exactly when it stands between spaces in the tokens. The phrases'
+    -- rows become 'predicate position[ -]' (a predicate holds no space),
+    -- the position being the first character offset between spaces times 4
+    -- plus the phrase's spaces: the order of the first position among the
+    -- n-grams (by first token, then by length).
+    IF pg_catalog.cardinality(name_rows_read) > 0 THEN
+        FOREACH r SLICE 1 IN ARRAY name_rows_read LOOP
+            IF pg_catalog.split_part(r[2], ' ', 5) = '' AND pg_catalog.strpos(padded, ' ' || r[2] || ' ') > 0 THEN
+                name_rows_found := name_rows_found || ARRAY[r];
+            END IF;
+        END LOOP;
+    END IF;
+    IF pg_catalog.cardinality(team_rows_read) > 0 THEN
+        FOREACH r SLICE 1 IN ARRAY team_rows_read LOOP
+            at := pg_catalog.strpos(padded, ' ' || r[2] || ' ');
+            IF at > 0 AND pg_catalog.split_part(r[2], ' ', 5) = '' THEN
+                team_hints := team_hints || (r[1] || ' ' || (at * 4 + pg_catalog.length(r[2])
+                    - pg_catalog.length(pg_catalog.replace(r[2], ' ', ''))) || r[3]);
+            END IF;
+        END LOOP;
+    END IF;
+    IF pg_catalog.cardinality(default_rows_read) > 0 THEN
+        FOREACH r SLICE 1 IN ARRAY default_rows_read LOOP
+            at := pg_catalog.strpos(padded, ' ' || r[2] || ' ');
+            IF at > 0 AND pg_catalog.split_part(r[2], ' ', 5) = '' THEN
+                default_hints := default_hints || (r[1] || ' ' || (at * 4 + pg_catalog.length(r[2])
+                    - pg_catalog.length(pg_catalog.replace(r[2], ' ', ''))));
+            END IF;
+        END LOOP;
+    END IF;
+
+    -- Entities: the best name of each entity (canonical, then longer, then
+    -- smaller), then canonical before alias, longer mentions first, by id;
+    -- the first ten.
+    n := COALESCE(pg_catalog.array_length(name_rows_found, 1), 0);
+    name_rows := n;
+    IF n > 16 THEN
+        found := dm_private.match_query_entities(match_team_id, dm_private.query_token_ngrams(toks), fuzzy);
+    ELSIF n > 0 THEN
+        FOR i IN 1..n LOOP
+            better := false;
+            FOR j IN 1..n LOOP
+                IF j <> i AND name_rows_found[j][1] = name_rows_found[i][1]
+                   AND (name_rows_found[j][3] COLLATE "C" > name_rows_found[i][3]
+                        OR (name_rows_found[j][3] = name_rows_found[i][3] AND (
+                       pg_catalog.length(name_rows_found[j][2]) > pg_catalog.length(name_rows_found[i][2])
+                       OR (pg_catalog.length(name_rows_found[j][2]) = pg_catalog.length(name_rows_found[i][2])
+                           AND name_rows_found[j][2] < name_rows_found[i][2])))) THEN
+                    better := true;
+                    EXIT;
+                END IF;
+            END LOOP;
+            CONTINUE WHEN better;
+            -- Insertion into picked, kept in output order.
+            k := pg_catalog.cardinality(picked);
+            picked := picked || i;
+            WHILE k > 0 AND (name_rows_found[i][3] COLLATE "C" > name_rows_found[picked[k]][3]
+                             OR (name_rows_found[i][3] = name_rows_found[picked[k]][3] AND (
+                      pg_catalog.length(name_rows_found[i][2]) > pg_catalog.length(name_rows_found[picked[k]][2])
+                      OR (pg_catalog.length(name_rows_found[i][2]) = pg_catalog.length(name_rows_found[picked[k]][2])
+                          AND name_rows_found[i][1] COLLATE "C" < name_rows_found[picked[k]][1])))) LOOP
+                picked[k + 1] := picked[k];
+                picked[k] := i;
+                k := k - 1;
+            END LOOP;
+        END LOOP;
+        FOREACH k IN ARRAY picked LOOP
+            matched_names := matched_names || name_rows_found[k][2];
+            matched_ids := matched_ids || name_rows_found[k][1]::uuid;
+            CONTINUE WHEN pg_catalog.jsonb_array_length(found) >= 10;
+            -- The four text fields by jsonb_object (no per-argument type
+            -- look-ups, as jsonb_build_object makes on every call), then the
+            -- constant similarity: the same object at half the cost.
+            found := found || (pg_catalog.jsonb_object(
+                '{entity_id,name,mention,match}'::text [],
+                ARRAY[name_rows_found[k][1], name_rows_found[k][4], name_rows_found[k][2],
+                      CASE WHEN name_rows_found[k][3] = 't' THEN 'exact' ELSE 'alias' END])
+                || '{"similarity": 1.0}'::jsonb);
+        END LOOP;
+    END IF;
+
+    -- The team's phrases replace the defaults of the same phrase, enabled or
+    -- not: a phrase has one first position among the n-grams, so a default
+    -- is dropped when a team row has its position.
+    IF pg_catalog.cardinality(team_hints) = 0 THEN
+        hints := default_hints;
+    ELSE
+        hints := '{}'::text [];
+        FOREACH candidate IN ARRAY team_hints LOOP
+            taken := taken || pg_catalog.split_part(candidate, ' ', 2);
+            IF pg_catalog.split_part(candidate, ' ', 3) = '' THEN
+                hints := hints || candidate;
+            END IF;
+        END LOOP;
+        IF pg_catalog.cardinality(default_hints) > 0 THEN
+            FOREACH candidate IN ARRAY default_hints LOOP
+                IF NOT pg_catalog.split_part(candidate, ' ', 2) = ANY (taken) THEN
+                    hints := hints || candidate;
+                END IF;
+            END LOOP;
+        END IF;
+    END IF;
+
+    -- Predicates: each once at its first position among the n-grams, in
+    -- that order (then by name), the first ten.
+    n := COALESCE(pg_catalog.cardinality(hints), 0);
+    IF n > 16 THEN
+        predicates := dm_private.predicate_hints(match_team_id, dm_private.query_token_ngrams(toks));
+    ELSIF n = 1 THEN
+        predicates := pg_catalog.jsonb_build_array(pg_catalog.split_part(hints[1], ' ', 1));
+    ELSIF n > 1 THEN
+        FOR i IN 1..n LOOP
+            candidate := pg_catalog.split_part(hints[i], ' ', 1);
+            first_at := pg_catalog.split_part(hints[i], ' ', 2)::integer;
+            k := pg_catalog.array_position(names, candidate);
+            IF k IS NULL THEN
+                names := names || candidate;
+                pos := pos || first_at;
+            ELSIF first_at < pos[k] THEN
+                pos[k] := first_at;
+            END IF;
+        END LOOP;
+        picked := '{}'::integer [];
+        FOR i IN 1..pg_catalog.cardinality(names) LOOP
+            k := pg_catalog.cardinality(picked);
+            picked := picked || i;
+            WHILE k > 0 AND (pos[i] < pos[picked[k]] OR (pos[i] = pos[picked[k]] AND names[i] < names[picked[k]])) LOOP
+                picked[k + 1] := picked[k];
+                picked[k] := i;
+                k := k - 1;
+            END LOOP;
+        END LOOP;
+        FOREACH k IN ARRAY picked[1:10] LOOP
+            predicates := predicates || pg_catalog.to_jsonb(names[k]);
+        END LOOP;
+    END IF;
+
+    -- At most 2 trigram probes; candidates inside an exact match need none
+    -- (more than 16 name rows: dm_private.match_query_entities probed).
+    IF name_rows <= 16 AND fuzzy IS NOT NULL AND pg_catalog.cardinality(fuzzy) > 0 AND pg_catalog.jsonb_array_length(found) < 10 THEN
+        covered := ' ' || pg_catalog.array_to_string(matched_names, ' | ') || ' ';
+        FOREACH candidate IN ARRAY fuzzy LOOP
+            EXIT WHEN pg_catalog.cardinality(probes) >= 2;
+            IF pg_catalog.strpos(covered, ' ' || candidate || ' ') = 0 THEN
+                probes := probes || candidate;
+            END IF;
+        END LOOP;
+        IF pg_catalog.cardinality(probes) > 0 THEN
+            found := found || dm_private.match_entity_trigrams(match_team_id, probes, matched_ids);
+            IF pg_catalog.jsonb_array_length(found) > 10 THEN
+                found := dm_private.parse_first_ten(found);
+            END IF;
+        END IF;
+    END IF;
+    IF anchors IS NULL THEN
+        RETURN pg_catalog.jsonb_build_object('entities', found, 'predicates', predicates);
+    END IF;
+    -- dm.parse_query's whole answer, built once here: the entity objects
+    -- are written into one object, not into a two-key object that the
+    -- caller takes apart and writes again.
+    -- JSON_OBJECT: the same object as jsonb_build_object, a little cheaper
+    -- (its arguments' JSON categories are not looked up as the variadic
+    -- function's are).
+    RETURN JSON_OBJECT(
+        'anchors': anchors, 'phrases': phrases, 'terms': terms, 'time': time_hints,
+        'entities': found, 'predicates': predicates RETURNING jsonb);
+END
+$$;
+COMMENT ON FUNCTION dm_private.parse_query_team(uuid, text [], text [], text [], jsonb, jsonb, jsonb, jsonb) IS
+'What dm.parse_query reads from the authenticated team''s tables, in one call: the entities (as dm_private.match_query_entities) and predicates (as dm_private.predicate_hints) that the 1-4 token n-grams of toks (the query''s lower-case tokens; scan_toks: the same, sorted in byte order without duplicates, or as given) would find, read by their first two words, and the trigram candidates; with anchors NULL {"entities", "predicates"}, otherwise dm.parse_query''s whole answer with the given anchors, phrases, terms and time. Definer (densemem_searcher) with an explicit, checked team predicate; one generic plan.';
+ALTER FUNCTION dm_private.parse_query_team(uuid, text [], text [], text [], jsonb, jsonb, jsonb, jsonb) OWNER TO densemem_searcher;
+
 -- The one-call lookup behind dm.parse_query (dm_private.parse_query_names
 -- below does the work); kept with its signature for direct use and its
 -- tests: the n-grams sorted for the index scans, then {"entities",
@@ -1441,12 +1757,15 @@ ALTER FUNCTION dm_private.match_query_names(uuid, text [], text []) OWNER TO den
 -- One PL/pgSQL call does the table-free work itself: every function call
 -- costs a search_path switch and a PL/pgSQL frame (about 9 k instructions),
 -- so the bodies of dm_private.parse_prepare_text, query_tokens_cased,
--- query_token_ngrams, query_fuzzy_keys and parse_query_text are written
--- out here, each the same expressions as its reference function (which
--- stays for direct use; tests/python/test_parse_fast_paths.py compares the
--- two on the corpus and generated queries). What remains are calls to
--- dm_private.parse_anchors (only when its own first guard can pass),
--- dm_private.parse_time and the definer lookup dm_private.match_query_names.
+-- query_fuzzy_keys and parse_query_text are written out here, each the same
+-- expressions as its reference function (which stays for direct use;
+-- tests/python/test_parse_fast_paths.py compares the two on the corpus and
+-- generated queries). The n-grams (dm_private.query_token_ngrams) are not
+-- built since session 8: the team's names and phrases are read by their
+-- first two words (tests/python/test_parse_first_word.py). What remains are
+-- calls to dm_private.parse_anchors (only when its own first guard can
+-- pass), dm_private.parse_time_words and the definer lookup
+-- dm_private.parse_query_team.
 CREATE OR REPLACE FUNCTION dm.parse_query(query text, team_id uuid, now timestamptz DEFAULT pg_catalog.now())
 RETURNS jsonb
 LANGUAGE plpgsql
@@ -1478,8 +1797,6 @@ DECLARE
     lowered constant text := pg_catalog.lower(joined);
     toks constant text [] := pg_catalog.string_to_array(lowered, ' ');
     n constant integer := COALESCE(pg_catalog.cardinality(toks), 0);
-    grams text [];
-    gram_text text := '';
     fuzzy text [];
     last_capitalized integer := 0;
     pairs text [] := '{}'::text [];
@@ -1498,28 +1815,6 @@ DECLARE
     found_at integer;
     w text;
 BEGIN
-    -- dm_private.query_token_ngrams: all four lengths from each start, then
-    -- the last three starts, as one text split once (each iteration's
-    -- n-grams are joined before they are appended, so the growing text is
-    -- copied once per token, not once per piece).
-    IF n > 1 AND pg_catalog.strpos(lowered, U&'\001F') = 0 THEN
-        FOR i IN 1..n - 3 LOOP
-            gram_text := gram_text || (toks[i] || U&'\001F'
-                || toks[i] || ' ' || toks[i + 1] || U&'\001F'
-                || toks[i] || ' ' || toks[i + 1] || ' ' || toks[i + 2] || U&'\001F'
-                || toks[i] || ' ' || toks[i + 1] || ' ' || toks[i + 2] || ' ' || toks[i + 3] || U&'\001F');
-        END LOOP;
-        IF n >= 3 THEN
-            gram_text := gram_text || (toks[n - 2] || U&'\001F'
-                || toks[n - 2] || ' ' || toks[n - 1] || U&'\001F'
-                || toks[n - 2] || ' ' || toks[n - 1] || ' ' || toks[n] || U&'\001F');
-        END IF;
-        grams := pg_catalog.string_to_array(
-            gram_text || (toks[n - 1] || U&'\001F' || toks[n - 1] || ' ' || toks[n] || U&'\001F' || toks[n]), U&'\001F');
-    ELSE
-        grams := dm_private.query_token_ngrams(toks);
-    END IF;
-
     -- dm_private.query_fuzzy_keys. A token whose first character is ASCII
     -- and not A-Z is not capitalized (lower() changes no other ASCII
     -- character): the full test runs only on the others. The previous
@@ -1615,14 +1910,20 @@ BEGIN
         END, '');
     END IF;
 
-    -- The n-grams sorted for the index scans (see dm_private.match_query_names):
-    -- tokens are never empty, and no n-gram is longer than the lower-case
-    -- text, so within 2,047 bytes every n-gram is a valid lexeme.
+    -- The tokens, sorted in byte order without duplicates, key the index
+    -- scans on the first word of the team's names and phrases (migration
+    -- 0060); the n-grams are not built: dm_private.parse_query_team keeps a
+    -- name or phrase of one to four words when it stands between spaces in
+    -- the tokens (the same rows as n-gram equality). Tokens are never
+    -- empty, and none is longer than the lower-case text, so within 2,047
+    -- bytes every token is a valid lexeme (array_to_tsvector sorts and
+    -- de-duplicates lexemes in byte order, as dm_private.match_query_names
+    -- explains).
     -- The whole answer is built by the definer call, once.
-    RETURN dm_private.parse_query_names(
-        parse_query.team_id, grams,
+    RETURN dm_private.parse_query_team(
+        parse_query.team_id, toks,
         CASE WHEN pg_catalog.octet_length(lowered) <= 2047
-             THEN pg_catalog.tsvector_to_array(pg_catalog.array_to_tsvector(grams)) ELSE grams END,
+             THEN pg_catalog.tsvector_to_array(pg_catalog.array_to_tsvector(toks)) ELSE toks END,
         fuzzy, anchors, phrases, pg_catalog.to_jsonb(terms),
         -- Time: words of ASCII letters and digits with at most a final
         -- question mark, fewer than 64 (all of them are in toks), are the
@@ -1672,6 +1973,7 @@ REVOKE ALL ON FUNCTION dm_private.parse_first_ten(jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm_private.predicate_hints(uuid, text []) FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm_private.match_query_names(uuid, text [], text []) FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm_private.parse_query_names(uuid, text [], text [], text [], jsonb, jsonb, jsonb, jsonb) FROM PUBLIC;
+REVOKE ALL ON FUNCTION dm_private.parse_query_team(uuid, text [], text [], text [], jsonb, jsonb, jsonb, jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm.parse_query(text, uuid, timestamptz) FROM PUBLIC;
 
 GRANT EXECUTE ON FUNCTION dm_private.parse_prepare_text(text) TO
@@ -1707,6 +2009,8 @@ densemem_app, densemem_analyst, densemem_operator, densemem_searcher;
 GRANT EXECUTE ON FUNCTION dm_private.match_query_names(uuid, text [], text []) TO
 densemem_app, densemem_analyst, densemem_operator;
 GRANT EXECUTE ON FUNCTION dm_private.parse_query_names(uuid, text [], text [], text [], jsonb, jsonb, jsonb, jsonb) TO
+densemem_app, densemem_analyst, densemem_operator;
+GRANT EXECUTE ON FUNCTION dm_private.parse_query_team(uuid, text [], text [], text [], jsonb, jsonb, jsonb, jsonb) TO
 densemem_app, densemem_analyst, densemem_operator;
 GRANT EXECUTE ON FUNCTION dm.parse_query(text, uuid, timestamptz) TO
 densemem_app, densemem_analyst, densemem_operator;
