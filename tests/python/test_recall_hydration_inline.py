@@ -43,8 +43,8 @@ def _hydrated(conn: Conn, team: uuid.UUID, ids: list[uuid.UUID], scopes: tuple[s
 def test_recall_hydration_refuses_what_recall_hydrate_refuses(admin_conn: Conn) -> None:
     team, profile = make_team(admin_conn, "hydration-inline")
     other_owner = admin_conn.execute(
-        "INSERT INTO dm_private.profiles (team_id, profile_id, name) VALUES (%s, gen_random_uuid(), 'second owner') "
-        "RETURNING profile_id",
+        "INSERT INTO dm_private.profiles (team_id, profile_id, name) "
+        "VALUES (%s, gen_random_uuid(), 'second owner') RETURNING profile_id",
         (team,),
     ).fetchone()
     assert other_owner is not None
