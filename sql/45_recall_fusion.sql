@@ -71,9 +71,9 @@ BEGIN
     -- aggregate: `ordered` is sorted by the window's order (position 1, 2,
     -- ...; the window's output already is, so the planner adds no sort) and
     -- the aggregate reads that sorted subquery as it comes (the input order
-    -- PostgreSQL's documentation gives for ordered aggregates). An ORDER BY position sorted the ~100 composites
-    -- again: 0.23 M instructions of 1.83 M per fusion call on the LoCoMo
-    -- team (session 8). tests/python/test_recall_fusion*.py and the
+    -- PostgreSQL's documentation gives for ordered aggregates). An ORDER BY
+    -- position sorted the ~100 composites again: 0.12 M instructions of
+    -- 1.83 M per fusion call on the LoCoMo team (session 8). tests/python/test_recall_fusion*.py and the
     -- byte-identical captures check the order.
     -- (rrf, the priority key and the window's sort key are computed by the
     -- grouping itself, over its aggregates, and the window reads its columns

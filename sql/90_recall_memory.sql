@@ -440,7 +440,16 @@ BEGIN
                 -- the team). recall_hydrate stays the stage a DBA calls and
                 -- explain's read; a test compares the two on dropped rows.
                 IF hydrate_scopes IS NULL THEN
-                    hydrate_scopes := dm_private.authenticated_scopes();
+                    -- dm_private.authenticated_scopes()'s expression (its call
+                    -- saves and restores search_path): the same array
+                    hydrate_scopes := COALESCE(
+                        pg_catalog.array_remove(
+                            pg_catalog.string_to_array(
+                                pg_catalog.replace(COALESCE(pg_catalog.current_setting('densemem.scopes', true), ''),
+                                                   ' ', ''),
+                                ','),
+                            ''),
+                        '{}'::text []);
                 END IF;
                 hydrate_valid_at := (pass_req ->> 'valid_at')::timestamptz;
                 hydrate_known_at := (pass_req ->> 'known_at')::timestamptz;
