@@ -125,7 +125,16 @@ DECLARE
     hl_episodic double precision := (half_lives ->> 'episodic')::double precision;
     hl_semantic double precision := (half_lives ->> 'semantic')::double precision;
     hl_organizational double precision := (half_lives ->> 'organizational')::double precision;
-    scopes text [] := dm_private.authenticated_scopes();
+    -- dm_private.authenticated_scopes()'s expression written out (an SQL
+    -- function with its own search_path is a call with a GUC save and
+    -- restore, not inlined; session 8): the same setting, the same array
+    scopes text [] := COALESCE(
+        pg_catalog.array_remove(
+            pg_catalog.string_to_array(
+                pg_catalog.replace(COALESCE(pg_catalog.current_setting('densemem.scopes', true), ''), ' ', ''),
+                ','),
+            ''),
+        '{}'::text []);
     lift_weight double precision := 0;
     radius bigint := 1;
     -- no hops (no discovery, no query entities): proximity is 0 for every
