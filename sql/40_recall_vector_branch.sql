@@ -849,36 +849,35 @@ COMMENT ON FUNCTION dm.refresh_vector_indexes(integer) IS
 'Administrator: builds a partial HNSW index (halfvec cosine) for every team with at least min_rows (default: the search-index profile''s partial_index_min_rows) vectors of the active contract and registers it for the vector branch. Returns the indexes it built.';
 REVOKE ALL ON FUNCTION dm.refresh_vector_indexes(integer) FROM PUBLIC;
 
--- Every registered partial index, all teams (an administrative listing, no
--- team predicate on purpose): migrate runs this file as densemem_owner, for
--- whom row-level security (forced on these tables) shows no team's rows.
--- Owned by densemem_searcher; executable only by its members (the owner).
-CREATE OR REPLACE FUNCTION dm_private.recall_vector_registered_indexes()
-RETURNS TABLE (team_id uuid, contract_id integer, dimensions integer, index_name name)
-LANGUAGE sql
-STABLE
-SECURITY DEFINER
-SET search_path = ''
-AS $$
-    SELECT tvi.team_id, tvi.contract_id, c.dimensions, tvi.index_name
-    FROM dm_private.team_vector_indexes AS tvi
-    JOIN dm_private.embedding_contracts AS c ON c.contract_id = tvi.contract_id
-    ORDER BY tvi.team_id, tvi.contract_id
-$$;
-COMMENT ON FUNCTION dm_private.recall_vector_registered_indexes() IS
-'Administrative: every registered partial HNSW index of every team (team, contract, dimensions, index name), for redefining the walk functions when sql/40 is applied.';
-ALTER FUNCTION dm_private.recall_vector_registered_indexes() OWNER TO densemem_searcher;
-REVOKE ALL ON FUNCTION dm_private.recall_vector_registered_indexes() FROM PUBLIC;
-
 -- Every registered index's walk function follows this file's statement:
 -- redefined whenever this file is applied (densemem migrate applies it when
 -- its checksum changes).
+-- Migrate runs this file as densemem_owner, for whom row-level security
+-- (forced on team_vector_indexes) shows no team's rows: the registered
+-- indexes, all teams (an administrative listing, no team predicate on
+-- purpose), are read as densemem_searcher (BYPASSRLS; the owner is a member),
+-- and the functions defined in the role this file runs as.
 DO $$
 DECLARE
-    r record;
+    previous text := pg_catalog.current_setting('role');
+    teams uuid [];
+    contracts integer [];
+    dims integer [];
+    names name [];
+    setting text;
+    i integer;
 BEGIN
-    FOR r IN SELECT * FROM dm_private.recall_vector_registered_indexes() LOOP
-        PERFORM dm_private.recall_vector_define_walk(r.team_id, r.contract_id, r.dimensions, r.index_name);
+    setting := pg_catalog.set_config('role', 'densemem_searcher', true);
+    SELECT pg_catalog.array_agg(tvi.team_id ORDER BY tvi.team_id, tvi.contract_id),
+           pg_catalog.array_agg(tvi.contract_id ORDER BY tvi.team_id, tvi.contract_id),
+           pg_catalog.array_agg(c.dimensions ORDER BY tvi.team_id, tvi.contract_id),
+           pg_catalog.array_agg(tvi.index_name ORDER BY tvi.team_id, tvi.contract_id)
+    INTO teams, contracts, dims, names
+    FROM dm_private.team_vector_indexes AS tvi
+    JOIN dm_private.embedding_contracts AS c ON c.contract_id = tvi.contract_id;
+    setting := pg_catalog.set_config('role', previous, true);
+    FOR i IN 1..COALESCE(pg_catalog.cardinality(teams), 0) LOOP
+        PERFORM dm_private.recall_vector_define_walk(teams[i], contracts[i], dims[i], names[i]);
     END LOOP;
 END
 $$;
