@@ -215,10 +215,8 @@ DECLARE
     created_upper timestamptz;
     type_values dm_private.memory_type [];
     few_enough boolean := false;
-    short_prefix integer;
-    short_seen bigint;
-    short_max double precision;
-    short_done boolean := false;
+    prefix integer;
+    prefix_max double precision;
     eligible_first_bound numeric;
     scopes text [];
     source_groups text [];
@@ -440,29 +438,44 @@ BEGIN
                     AND d.source_created_at <= window_upper
                   LIMIT cap * 4) AS x;
         END IF;
-        -- An unfiltered request (known ids aside) first takes a shorter
-        -- prefix: the nearest cap + cap / 4 + (known ids) vectors instead of
-        -- 4 x cap. Every vector of the team is still read and its distance
-        -- computed; what this saves is the top-N sort's work, which grows
-        -- with the size of its heap (callgrind on
-        -- the HTTP bench's 2,760-vector LoCoMo team: docs/RECALL.md, vector
-        -- branch session 8). Its answer is kept only when it is provably the
-        -- exact one: every vector was in the prefix (the team has fewer), or
-        -- cap rows survived and the cap-th is strictly nearer than the
-        -- prefix's farthest vector (then every vector at least as near as
-        -- the cap-th is in the prefix, so these are the exact top cap, and
-        -- the 4 x cap statement below returns the same rows). Otherwise the
-        -- statements below run unchanged.
-        IF NOT window_is_small AND NOT filtered THEN
-            short_prefix := cap + cap / 4 + pg_catalog.cardinality(known_ids);
-            IF short_prefix < cap * 4 THEN
+        IF NOT window_is_small THEN
+            -- Static SQL (a cached plan; no literal is needed since no partial
+            -- index is involved). First the nearest prefix vectors by distance
+            -- alone (4 x cap; the same statement recall_vector_sql shows). Only
+            -- when eligibility left fewer than cap of them (a time window,
+            -- filters, many known ids) and the prefix was full, the eligible
+            -- documents first and the distance of their vectors only (below):
+            -- the same rows in the same order as sorting every vector of the
+            -- team, without computing and sorting the distances of documents
+            -- the filters reject (a window that matches few turns costs a few
+            -- distances, not the team's).
+            --
+            -- An unfiltered request (known ids aside) first takes a shorter
+            -- prefix, cap + cap / 4 + (known ids) vectors: every vector of the
+            -- team is still read and its distance computed, but the top-N sort
+            -- keeps a smaller heap (callgrind on the HTTP bench's 2,760-vector
+            -- LoCoMo team: docs/RECALL.md, vector branch session 8). Its answer
+            -- is kept only when provably the exact one: the team has fewer
+            -- vectors than the prefix (all were ranked), or cap rows survived
+            -- and the cap-th is strictly nearer than the prefix's farthest
+            -- vector (every vector at least as near as the cap-th is then in
+            -- the prefix, so these are the exact top cap, the rows the 4 x cap
+            -- prefix gives). Otherwise the statement runs again with 4 x cap.
+            -- The prefix's size and farthest distance come from the same
+            -- statement (reading the materialised prefix again; one statement,
+            -- one plan for both sizes).
+            prefix := cap * 4;
+            IF NOT filtered AND cap + cap / 4 + pg_catalog.cardinality(known_ids) < cap * 4 THEN
+                prefix := cap + cap / 4 + pg_catalog.cardinality(known_ids);
+            END IF;
+            LOOP
                 WITH nearest AS MATERIALIZED (
                     SELECT e.document_id, e.document_version, e.source_version,
                            e.embedding OPERATOR(public.<=>) q AS distance
                     FROM dm_private.document_embeddings AS e
                     WHERE e.team_id = team AND e.contract_id = chosen.contract_id
                     ORDER BY distance
-                    LIMIT short_prefix),
+                    LIMIT prefix),
                 scored AS (
                     SELECT d.document_id, d.subject_id, n.distance
                     FROM nearest AS n
@@ -495,72 +508,15 @@ BEGIN
                            ORDER BY s.distance, s.subject_id),
                        (SELECT pg_catalog.count(*) FROM nearest),
                        (SELECT pg_catalog.max(n.distance) FROM nearest AS n)
-                INTO hits, short_seen, short_max;
-                short_done := COALESCE(short_seen < short_prefix
-                                       OR (pg_catalog.cardinality(hits) = cap AND (hits[cap]).branch_score < short_max),
-                                       false);
-            END IF;
+                INTO hits, seen, prefix_max;
+                EXIT WHEN prefix = cap * 4;
+                EXIT WHEN COALESCE(seen < prefix
+                                   OR (pg_catalog.cardinality(hits) = cap AND (hits[cap]).branch_score < prefix_max),
+                                   false);
+                prefix := cap * 4;
+            END LOOP;
         END IF;
-        IF NOT window_is_small AND NOT short_done THEN
-            -- Static SQL (a cached plan; no literal is needed since no partial
-            -- index is involved). First the nearest 4 x cap by distance alone;
-            -- the same statement recall_vector_sql shows. Only when eligibility
-            -- left fewer than cap of them (a time window, filters, many known
-            -- ids), the eligible documents first and the distance of their
-            -- vectors only: the same rows in the same order as sorting every
-            -- vector of the team, without computing and sorting the distances
-            -- of documents the filters reject (a window that matches few turns
-            -- costs a few distances, not the team's).
-            WITH nearest AS MATERIALIZED (
-                SELECT e.document_id, e.document_version, e.source_version,
-                       e.embedding OPERATOR(public.<=>) q AS distance
-                FROM dm_private.document_embeddings AS e
-                WHERE e.team_id = team AND e.contract_id = chosen.contract_id
-                ORDER BY distance
-                LIMIT cap * 4),
-            scored AS (
-                SELECT d.document_id, d.subject_id, n.distance
-                FROM nearest AS n
-                JOIN dm_private.search_documents AS d ON d.team_id = team AND d.document_id = n.document_id
-                WHERE d.document_version = n.document_version
-                  AND d.source_version = n.source_version
-                  AND d.subject_kind = 'evidence'
-                  AND d.is_recallable
-                  AND d.owner_profile_id <> ALL (disabled)
-                  AND (d.valid_from IS NULL OR d.valid_from <= valid_at)
-                  AND (d.valid_to IS NULL OR d.valid_to > valid_at)
-                  AND (d.known_from IS NULL OR d.known_from <= known_at)
-                  AND (d.known_to IS NULL OR d.known_to > known_at)
-                  AND d.policy_labels <@ scopes
-                  AND (source_groups IS NULL OR d.source_group = ANY (source_groups))
-                  AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
-                  AND (created_after IS NULL OR d.source_created_at >= created_after)
-                  AND (created_before IS NULL OR d.source_created_at < created_before)
-                  AND (NOT has_window OR (d.source_created_at IS NOT NULL
-                                          AND (window_from IS NULL OR d.source_created_at >= window_from)
-                                          AND (window_to IS NULL OR d.source_created_at <= window_to)))
-                  AND d.subject_id <> ALL (known_ids)
-                ORDER BY n.distance, d.subject_id
-                LIMIT cap)
-            SELECT ARRAY(
-                       SELECT ROW('vector', s.document_id, s.subject_id,
-                                  (pg_catalog.row_number() OVER (ORDER BY s.distance, s.subject_id))::integer,
-                                  s.distance::double precision)::dm_private.recall_branch_hit
-                       FROM scored AS s
-                       ORDER BY s.distance, s.subject_id)
-            INTO hits;
-            -- a team with fewer vectors than the prefix has had every vector
-            -- checked already. Counted only when needed (a count of the prefix in
-            -- the statement above made it emit all 4 x cap nearest, where the
-            -- join stops after about cap of them).
-            IF pg_catalog.cardinality(hits) < cap THEN
-                SELECT pg_catalog.count(*) INTO seen
-                FROM (SELECT 1 FROM dm_private.document_embeddings AS e
-                      WHERE e.team_id = team AND e.contract_id = chosen.contract_id
-                      LIMIT cap * 4) AS x;
-            END IF;
-        END IF;
-        IF NOT short_done AND (window_is_small OR (pg_catalog.cardinality(hits) < cap AND seen >= cap * 4)) THEN
+        IF window_is_small OR (pg_catalog.cardinality(hits) < cap AND seen >= cap * 4) THEN
             WITH eligible AS MATERIALIZED (
                 SELECT d.document_id, d.subject_id, d.document_version, d.source_version
                 FROM dm_private.search_documents AS d
