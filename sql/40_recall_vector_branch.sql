@@ -198,7 +198,6 @@ DECLARE
     setting text;
     q public.halfvec;
     hits dm_private.recall_branch_hit [];
-    seen bigint;
     valid_at timestamptz;
     known_at timestamptz;
     created_after timestamptz;
@@ -216,7 +215,7 @@ DECLARE
     type_values dm_private.memory_type [];
     few_enough boolean := false;
     prefix integer;
-    prefix_max double precision;
+    prefix_last double precision;
     eligible_first_bound numeric;
     scopes text [];
     source_groups text [];
@@ -461,9 +460,11 @@ BEGIN
             -- vector (every vector at least as near as the cap-th is then in
             -- the prefix, so these are the exact top cap, the rows the 4 x cap
             -- prefix gives). Otherwise the statement runs again with 4 x cap.
-            -- The prefix's size and farthest distance come from the same
-            -- statement (reading the materialised prefix again; one statement,
-            -- one plan for both sizes).
+            -- The prefix's last (farthest) distance comes from the same
+            -- statement, NULL when the team has fewer vectors than the prefix
+            -- (one more read of the materialised prefix; one statement, one
+            -- plan for both sizes). It also replaces the separate count of
+            -- the 4 x cap prefix the eligible-first condition used.
             prefix := cap * 4;
             IF NOT filtered AND cap + cap / 4 + pg_catalog.cardinality(known_ids) < cap * 4 THEN
                 prefix := cap + cap / 4 + pg_catalog.cardinality(known_ids);
@@ -506,17 +507,16 @@ BEGIN
                                       s.distance::double precision)::dm_private.recall_branch_hit
                            FROM scored AS s
                            ORDER BY s.distance, s.subject_id),
-                       (SELECT pg_catalog.count(*) FROM nearest),
-                       (SELECT pg_catalog.max(n.distance) FROM nearest AS n)
-                INTO hits, seen, prefix_max;
+                       (SELECT n.distance FROM nearest AS n OFFSET prefix - 1 LIMIT 1)
+                INTO hits, prefix_last;
                 EXIT WHEN prefix = cap * 4;
-                EXIT WHEN COALESCE(seen < prefix
-                                   OR (pg_catalog.cardinality(hits) = cap AND (hits[cap]).branch_score < prefix_max),
+                EXIT WHEN COALESCE(prefix_last IS NULL
+                                   OR (pg_catalog.cardinality(hits) = cap AND (hits[cap]).branch_score < prefix_last),
                                    false);
                 prefix := cap * 4;
             END LOOP;
         END IF;
-        IF window_is_small OR (pg_catalog.cardinality(hits) < cap AND seen >= cap * 4) THEN
+        IF window_is_small OR (pg_catalog.cardinality(hits) < cap AND prefix_last IS NOT NULL) THEN
             WITH eligible AS MATERIALIZED (
                 SELECT d.document_id, d.subject_id, d.document_version, d.source_version
                 FROM dm_private.search_documents AS d
