@@ -198,7 +198,6 @@ DECLARE
     setting text;
     q public.halfvec;
     hits dm_private.recall_branch_hit [];
-    seen bigint;
     valid_at timestamptz;
     known_at timestamptz;
     created_after timestamptz;
@@ -215,6 +214,8 @@ DECLARE
     created_upper timestamptz;
     type_values dm_private.memory_type [];
     few_enough boolean := false;
+    prefix integer;
+    prefix_last double precision;
     eligible_first_bound numeric;
     scopes text [];
     source_groups text [];
@@ -229,10 +230,14 @@ BEGIN
     -- dm_private.recall_vector_access_path's query, inline (one function
     -- call and its result set fewer per recall)
     SELECT CASE WHEN tvi.index_name IS NULL THEN 'exact' ELSE 'hnsw_partial' END AS access_path,
-           tvi.index_name, tvi.vector_count, c.contract_id, c.dimensions
+           tvi.index_name, tvi.vector_count, c.contract_id, c.dimensions, w.proname AS walk_function
     INTO chosen
     FROM dm_private.embedding_contracts AS c
     LEFT JOIN dm_private.team_vector_indexes AS tvi ON tvi.team_id = team AND tvi.contract_id = c.contract_id
+    -- the team's walk function (dm_private.recall_vector_define_walk), when defined
+    LEFT JOIN pg_catalog.pg_proc AS w
+        ON w.proname = tvi.index_name OPERATOR(pg_catalog.||) '_walk'
+       AND w.pronamespace = 'dm_private'::regnamespace
     WHERE c.is_active;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'no active embedding contract' USING ERRCODE = 'DM503';
@@ -434,64 +439,84 @@ BEGIN
         END IF;
         IF NOT window_is_small THEN
             -- Static SQL (a cached plan; no literal is needed since no partial
-            -- index is involved). First the nearest 4 x cap by distance alone;
-            -- the same statement recall_vector_sql shows. Only when eligibility
-            -- left fewer than cap of them (a time window, filters, many known
-            -- ids), the eligible documents first and the distance of their
-            -- vectors only: the same rows in the same order as sorting every
-            -- vector of the team, without computing and sorting the distances
-            -- of documents the filters reject (a window that matches few turns
-            -- costs a few distances, not the team's).
-            WITH nearest AS MATERIALIZED (
-                SELECT e.document_id, e.document_version, e.source_version,
-                       e.embedding OPERATOR(public.<=>) q AS distance
-                FROM dm_private.document_embeddings AS e
-                WHERE e.team_id = team AND e.contract_id = chosen.contract_id
-                ORDER BY distance
-                LIMIT cap * 4),
-            scored AS (
-                SELECT d.document_id, d.subject_id, n.distance
-                FROM nearest AS n
-                JOIN dm_private.search_documents AS d ON d.team_id = team AND d.document_id = n.document_id
-                WHERE d.document_version = n.document_version
-                  AND d.source_version = n.source_version
-                  AND d.subject_kind = 'evidence'
-                  AND d.is_recallable
-                  AND d.owner_profile_id <> ALL (disabled)
-                  AND (d.valid_from IS NULL OR d.valid_from <= valid_at)
-                  AND (d.valid_to IS NULL OR d.valid_to > valid_at)
-                  AND (d.known_from IS NULL OR d.known_from <= known_at)
-                  AND (d.known_to IS NULL OR d.known_to > known_at)
-                  AND d.policy_labels <@ scopes
-                  AND (source_groups IS NULL OR d.source_group = ANY (source_groups))
-                  AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
-                  AND (created_after IS NULL OR d.source_created_at >= created_after)
-                  AND (created_before IS NULL OR d.source_created_at < created_before)
-                  AND (NOT has_window OR (d.source_created_at IS NOT NULL
-                                          AND (window_from IS NULL OR d.source_created_at >= window_from)
-                                          AND (window_to IS NULL OR d.source_created_at <= window_to)))
-                  AND d.subject_id <> ALL (known_ids)
-                ORDER BY n.distance, d.subject_id
-                LIMIT cap)
-            SELECT ARRAY(
-                       SELECT ROW('vector', s.document_id, s.subject_id,
-                                  (pg_catalog.row_number() OVER (ORDER BY s.distance, s.subject_id))::integer,
-                                  s.distance::double precision)::dm_private.recall_branch_hit
-                       FROM scored AS s
-                       ORDER BY s.distance, s.subject_id)
-            INTO hits;
-            -- a team with fewer vectors than the prefix has had every vector
-            -- checked already. Counted only when needed (a count of the prefix in
-            -- the statement above made it emit all 4 x cap nearest, where the
-            -- join stops after about cap of them).
-            IF pg_catalog.cardinality(hits) < cap THEN
-                SELECT pg_catalog.count(*) INTO seen
-                FROM (SELECT 1 FROM dm_private.document_embeddings AS e
-                      WHERE e.team_id = team AND e.contract_id = chosen.contract_id
-                      LIMIT cap * 4) AS x;
+            -- index is involved). First the nearest prefix vectors by distance
+            -- alone (4 x cap; the same statement recall_vector_sql shows). Only
+            -- when eligibility left fewer than cap of them (a time window,
+            -- filters, many known ids) and the prefix was full, the eligible
+            -- documents first and the distance of their vectors only (below):
+            -- the same rows in the same order as sorting every vector of the
+            -- team, without computing and sorting the distances of documents
+            -- the filters reject (a window that matches few turns costs a few
+            -- distances, not the team's).
+            --
+            -- An unfiltered request (known ids aside) first takes a shorter
+            -- prefix, cap + cap / 4 + (known ids) vectors: every vector of the
+            -- team is still read and its distance computed, but the top-N sort
+            -- keeps a smaller heap (callgrind on the HTTP bench's 2,760-vector
+            -- LoCoMo team: docs/RECALL.md, vector branch session 8). Its answer
+            -- is kept only when provably the exact one: the team has fewer
+            -- vectors than the prefix (all were ranked), or cap rows survived
+            -- and the cap-th is strictly nearer than the prefix's farthest
+            -- vector (every vector at least as near as the cap-th is then in
+            -- the prefix, so these are the exact top cap, the rows the 4 x cap
+            -- prefix gives). Otherwise the statement runs again with 4 x cap.
+            -- The prefix's last (farthest) distance comes from the same
+            -- statement, NULL when the team has fewer vectors than the prefix
+            -- (one more read of the materialised prefix; one statement, one
+            -- plan for both sizes). It also replaces the separate count of
+            -- the 4 x cap prefix the eligible-first condition used.
+            prefix := cap * 4;
+            IF NOT filtered AND cap + cap / 4 + pg_catalog.cardinality(known_ids) < cap * 4 THEN
+                prefix := cap + cap / 4 + pg_catalog.cardinality(known_ids);
             END IF;
+            LOOP
+                WITH nearest AS MATERIALIZED (
+                    SELECT e.document_id, e.document_version, e.source_version,
+                           e.embedding OPERATOR(public.<=>) q AS distance
+                    FROM dm_private.document_embeddings AS e
+                    WHERE e.team_id = team AND e.contract_id = chosen.contract_id
+                    ORDER BY distance
+                    LIMIT prefix),
+                scored AS (
+                    SELECT d.document_id, d.subject_id, n.distance
+                    FROM nearest AS n
+                    JOIN dm_private.search_documents AS d ON d.team_id = team AND d.document_id = n.document_id
+                    WHERE d.document_version = n.document_version
+                      AND d.source_version = n.source_version
+                      AND d.subject_kind = 'evidence'
+                      AND d.is_recallable
+                      AND d.owner_profile_id <> ALL (disabled)
+                      AND (d.valid_from IS NULL OR d.valid_from <= valid_at)
+                      AND (d.valid_to IS NULL OR d.valid_to > valid_at)
+                      AND (d.known_from IS NULL OR d.known_from <= known_at)
+                      AND (d.known_to IS NULL OR d.known_to > known_at)
+                      AND d.policy_labels <@ scopes
+                      AND (source_groups IS NULL OR d.source_group = ANY (source_groups))
+                      AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
+                      AND (created_after IS NULL OR d.source_created_at >= created_after)
+                      AND (created_before IS NULL OR d.source_created_at < created_before)
+                      AND (NOT has_window OR (d.source_created_at IS NOT NULL
+                                              AND (window_from IS NULL OR d.source_created_at >= window_from)
+                                              AND (window_to IS NULL OR d.source_created_at <= window_to)))
+                      AND d.subject_id <> ALL (known_ids)
+                    ORDER BY n.distance, d.subject_id
+                    LIMIT cap)
+                SELECT ARRAY(
+                           SELECT ROW('vector', s.document_id, s.subject_id,
+                                      (pg_catalog.row_number() OVER (ORDER BY s.distance, s.subject_id))::integer,
+                                      s.distance::double precision)::dm_private.recall_branch_hit
+                           FROM scored AS s
+                           ORDER BY s.distance, s.subject_id),
+                       (SELECT n.distance FROM nearest AS n OFFSET prefix - 1 LIMIT 1)
+                INTO hits, prefix_last;
+                EXIT WHEN prefix = cap * 4;
+                EXIT WHEN COALESCE(prefix_last IS NULL
+                                   OR (pg_catalog.cardinality(hits) = cap AND (hits[cap]).branch_score < prefix_last),
+                                   false);
+                prefix := cap * 4;
+            END LOOP;
         END IF;
-        IF window_is_small OR (pg_catalog.cardinality(hits) < cap AND seen >= cap * 4) THEN
+        IF window_is_small OR (pg_catalog.cardinality(hits) < cap AND prefix_last IS NOT NULL) THEN
             WITH eligible AS MATERIALIZED (
                 SELECT d.document_id, d.subject_id, d.document_version, d.source_version
                 FROM dm_private.search_documents AS d
@@ -531,6 +556,21 @@ BEGIN
         END IF;
     ELSIF path = 'eligible_first' THEN
         NULL;  -- ranked above
+    ELSIF chosen.walk_function IS NOT NULL THEN
+        -- The team's own walk function: the statement below with the team
+        -- and contract written in as literals, in a PL/pgSQL function of its
+        -- own that keeps one generic plan per session (the literals match the
+        -- partial index without a custom plan). Planning the statement on
+        -- every call cost about 1.5 M instructions of a 6.6 M call on the 1M
+        -- bench's 10k+ teams, growing with the number of partial indexes on
+        -- document_embeddings (the planner tests every index's predicate).
+        -- Same statement, same walk, same rows (docs/RECALL.md, vector branch
+        -- session 8). Owned by densemem_searcher, executable by nobody else.
+        EXECUTE pg_catalog.format('SELECT dm_private.%I($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)',
+                                  chosen.walk_function)
+            INTO hits
+            USING q, cap, valid_at, known_at, scopes, source_groups, memory_types, created_after, created_before,
+                  has_window, window_from, window_to, known_ids, disabled;
     ELSIF chosen.dimensions = 384 THEN
         -- The HNSW path for the 384-dimension contract (the index
         -- expression's typmod is part of the statement): recall_vector_sql's
@@ -595,6 +635,116 @@ REVOKE ALL ON FUNCTION dm_private.recall_vector_candidates(uuid, public.vector, 
 GRANT EXECUTE ON FUNCTION dm_private.recall_vector_candidates(uuid, public.vector, jsonb, jsonb, text)
 TO densemem_app, densemem_analyst, densemem_operator;
 
+-- Defines (or redefines) a team's walk function: the HNSW statement of
+-- recall_vector_candidates with the team and contract written in as
+-- literals, so that a generic plan matches the team's partial index and is
+-- kept for the session (plan_cache_mode = force_generic_plan), instead of a
+-- custom plan made on every call. Called by dm.refresh_vector_indexes for
+-- every registered index, and at the end of this file (so that every walk
+-- function follows this file's statement after each migrate). The planner
+-- settings the walk needs are SET clauses of the function, so its one plan
+-- is made under them whoever calls first. Owned by densemem_searcher, which
+-- alone can execute it (recall_vector_candidates runs as that role).
+CREATE OR REPLACE FUNCTION dm_private.recall_vector_define_walk(team_id uuid, contract_id integer, dimensions integer,
+    index_name name)
+RETURNS name
+LANGUAGE plpgsql
+VOLATILE
+SET search_path = ''
+AS $$
+DECLARE
+    walk name := index_name OPERATOR(pg_catalog.||) '_walk';
+    signature text;
+BEGIN
+    IF pg_catalog.length(walk) > 63 THEN
+        RAISE EXCEPTION 'walk function name % is too long', walk USING ERRCODE = '22023';
+    END IF;
+    signature := pg_catalog.format('dm_private.%I(public.halfvec, integer, timestamptz, timestamptz, text[], text[], '
+                                   'text[], timestamptz, timestamptz, boolean, timestamptz, timestamptz, uuid[], uuid[])',
+                                   walk);
+    EXECUTE pg_catalog.format($ddl$
+CREATE OR REPLACE FUNCTION %1$s
+RETURNS dm_private.recall_branch_hit []
+LANGUAGE plpgsql
+STABLE
+SET search_path = ''
+SET plan_cache_mode = force_generic_plan
+SET enable_seqscan = off
+SET enable_indexscan = on
+SET enable_sort = off
+SET enable_material = off
+SET enable_hashjoin = off
+SET enable_mergejoin = off
+SET max_parallel_workers_per_gather = 0
+AS $walk$
+DECLARE
+    q ALIAS FOR $1;
+    cap ALIAS FOR $2;
+    valid_at ALIAS FOR $3;
+    known_at ALIAS FOR $4;
+    scopes ALIAS FOR $5;
+    source_groups ALIAS FOR $6;
+    memory_types ALIAS FOR $7;
+    created_after ALIAS FOR $8;
+    created_before ALIAS FOR $9;
+    has_window ALIAS FOR $10;
+    window_from ALIAS FOR $11;
+    window_to ALIAS FOR $12;
+    known_ids ALIAS FOR $13;
+    disabled ALIAS FOR $14;
+    hits dm_private.recall_branch_hit [];
+BEGIN
+    SELECT pg_catalog.array_agg(ROW(h.branch, h.document_id, h.evidence_id, h.branch_rank, h.branch_score)
+                                ::dm_private.recall_branch_hit ORDER BY h.branch_rank)
+    INTO hits
+    FROM (
+        WITH nearest AS MATERIALIZED (
+            SELECT d.document_id, d.subject_id,
+                   ((e.embedding)::public.halfvec(%2$s) OPERATOR(public.<=>) q) AS distance
+            FROM dm_private.document_embeddings AS e
+            JOIN dm_private.search_documents AS d ON d.team_id = e.team_id AND d.document_id = e.document_id
+            WHERE e.team_id = %3$L::uuid AND e.contract_id = %4$s AND d.team_id = %3$L::uuid
+              AND d.document_version = e.document_version
+              AND d.source_version = e.source_version
+              AND d.subject_kind = 'evidence'
+              AND d.is_recallable
+              AND d.owner_profile_id <> ALL (disabled)
+              AND (d.valid_from IS NULL OR d.valid_from <= valid_at)
+              AND (d.valid_to IS NULL OR d.valid_to > valid_at)
+              AND (d.known_from IS NULL OR d.known_from <= known_at)
+              AND (d.known_to IS NULL OR d.known_to > known_at)
+              AND d.policy_labels <@ scopes
+              AND (source_groups IS NULL OR d.source_group = ANY (source_groups))
+              AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
+              AND (created_after IS NULL OR d.source_created_at >= created_after)
+              AND (created_before IS NULL OR d.source_created_at < created_before)
+              AND (NOT has_window OR (d.source_created_at IS NOT NULL
+                                      AND (window_from IS NULL OR d.source_created_at >= window_from)
+                                      AND (window_to IS NULL OR d.source_created_at <= window_to)))
+              AND d.subject_id <> ALL (known_ids)
+            ORDER BY ((e.embedding)::public.halfvec(%2$s) OPERATOR(public.<=>) q)
+            LIMIT cap)
+        SELECT 'vector'::text AS branch, n.document_id, n.subject_id AS evidence_id,
+               (pg_catalog.row_number() OVER (ORDER BY n.distance, n.subject_id))::integer AS branch_rank,
+               n.distance::double precision AS branch_score
+        FROM nearest AS n
+        ORDER BY n.distance, n.subject_id) AS h;
+    RETURN hits;
+END
+$walk$
+$ddl$, signature, dimensions, team_id, contract_id);
+    EXECUTE pg_catalog.format('COMMENT ON FUNCTION %s IS %L', signature,
+        pg_catalog.format('Vector branch walk of team %s, contract %s (partial index %s): recall_vector_candidates'' HNSW statement with the team as a literal, one generic plan per session. Generated by dm_private.recall_vector_define_walk.',
+                          team_id, contract_id, index_name));
+    EXECUTE pg_catalog.format('ALTER FUNCTION %s OWNER TO densemem_searcher', signature);
+    EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', signature);
+    RETURN walk;
+END
+$$;
+COMMENT ON FUNCTION dm_private.recall_vector_define_walk(uuid, integer, integer, name) IS
+'Administrator: (re)defines the walk function of one registered partial HNSW index: the vector branch''s HNSW statement with the team and contract as literals, one generic plan per session. Returns its name.';
+REVOKE ALL ON FUNCTION dm_private.recall_vector_define_walk(uuid, integer, integer, name) FROM PUBLIC;
+
 -- Administrator: gives every team with at least partial_index_min_rows
 -- vectors of the active contract its own partial HNSW index, and registers
 -- it so the vector branch switches to it. Run after bulk loads or
@@ -643,6 +793,7 @@ BEGIN
         INSERT INTO dm_private.team_vector_indexes
             (team_id, contract_id, index_name, dimensions, search_index_profile_version, vector_count)
         VALUES (teams[i], contract.contract_id, new_name, contract.dimensions, profile.version, counts[i]);
+        PERFORM dm_private.recall_vector_define_walk(teams[i], contract.contract_id, contract.dimensions, new_name);
         team_id := teams[i];
         index_name := new_name;
         vector_count := counts[i];
@@ -653,3 +804,36 @@ $$;
 COMMENT ON FUNCTION dm.refresh_vector_indexes(integer) IS
 'Administrator: builds a partial HNSW index (halfvec cosine) for every team with at least min_rows (default: the search-index profile''s partial_index_min_rows) vectors of the active contract and registers it for the vector branch. Returns the indexes it built.';
 REVOKE ALL ON FUNCTION dm.refresh_vector_indexes(integer) FROM PUBLIC;
+
+-- Every registered index's walk function follows this file's statement:
+-- redefined whenever this file is applied (densemem migrate applies it when
+-- its checksum changes).
+-- Migrate runs this file as densemem_owner, for whom row-level security
+-- (forced on team_vector_indexes) shows no team's rows: the registered
+-- indexes, all teams (an administrative listing, no team predicate on
+-- purpose), are read as densemem_searcher (BYPASSRLS; the owner is a member),
+-- and the functions defined in the role this file runs as.
+DO $$
+DECLARE
+    previous text := pg_catalog.current_setting('role');
+    teams uuid [];
+    contracts integer [];
+    dims integer [];
+    names name [];
+    setting text;
+    i integer;
+BEGIN
+    setting := pg_catalog.set_config('role', 'densemem_searcher', true);
+    SELECT pg_catalog.array_agg(tvi.team_id ORDER BY tvi.team_id, tvi.contract_id),
+           pg_catalog.array_agg(tvi.contract_id ORDER BY tvi.team_id, tvi.contract_id),
+           pg_catalog.array_agg(c.dimensions ORDER BY tvi.team_id, tvi.contract_id),
+           pg_catalog.array_agg(tvi.index_name ORDER BY tvi.team_id, tvi.contract_id)
+    INTO teams, contracts, dims, names
+    FROM dm_private.team_vector_indexes AS tvi
+    JOIN dm_private.embedding_contracts AS c ON c.contract_id = tvi.contract_id;
+    setting := pg_catalog.set_config('role', previous, true);
+    FOR i IN 1..COALESCE(pg_catalog.cardinality(teams), 0) LOOP
+        PERFORM dm_private.recall_vector_define_walk(teams[i], contracts[i], dims[i], names[i]);
+    END LOOP;
+END
+$$;
