@@ -490,12 +490,18 @@ BEGIN
                     FROM term_frequencies AS t
                 )
                 SELECT 'fulltext'::text, r.document_id, r.subject_id,
-                       -- equal scores share a rank, so ties stay ties through fusion
+                       -- equal scores share a rank, so ties stay ties through fusion;
+                       -- ranked after the LIMIT (session 8): every row scoring more
+                       -- than a kept row is kept, so its rank is the same, and the
+                       -- sort keeps the top `cap` alone instead of ordering every
+                       -- candidate twice around a window over all of them
                        (pg_catalog.rank() OVER (ORDER BY r.score DESC))::integer,
                        r.score
-                FROM scored AS r
-                ORDER BY r.score DESC, r.subject_id
-                LIMIT cap;
+                FROM (SELECT s.document_id, s.subject_id, s.score
+                      FROM scored AS s
+                      ORDER BY s.score DESC, s.subject_id
+                      LIMIT cap) AS r
+                ORDER BY r.score DESC, r.subject_id;
         ELSE
             RETURN QUERY
                 -- A team with at most `budget` recallable documents: its own rows
@@ -668,12 +674,18 @@ BEGIN
                     FROM term_frequencies AS t
                 )
                 SELECT 'fulltext'::text, r.document_id, r.subject_id,
-                       -- equal scores share a rank, so ties stay ties through fusion
+                       -- equal scores share a rank, so ties stay ties through fusion;
+                       -- ranked after the LIMIT (session 8): every row scoring more
+                       -- than a kept row is kept, so its rank is the same, and the
+                       -- sort keeps the top `cap` alone instead of ordering every
+                       -- candidate twice around a window over all of them
                        (pg_catalog.rank() OVER (ORDER BY r.score DESC))::integer,
                        r.score
-                FROM scored AS r
-                ORDER BY r.score DESC, r.subject_id
-                LIMIT cap;
+                FROM (SELECT s.document_id, s.subject_id, s.score
+                      FROM scored AS s
+                      ORDER BY s.score DESC, s.subject_id
+                      LIMIT cap) AS r
+                ORDER BY r.score DESC, r.subject_id;
         END IF;
         RETURN;
     END IF;
@@ -693,13 +705,14 @@ BEGIN
                   AND NOT any_dense
                   -- the keys select exactly the team's documents holding one of
                   -- scan_q's lexemes (plus, on a prefix collision, another
-                  -- team's, which the team predicate drops); the team predicate
-                  -- and @@ are written so that no other index serves them (a
-                  -- BitmapAnd with the team's btree range would read every row
-                  -- of the team)
+                  -- team's, which the team predicate drops): within the team
+                  -- that is what @@ scan_q (an OR of those lexemes) tests, so
+                  -- the pass does not test it again on every row (session 8);
+                  -- the team predicate is written so that no other index
+                  -- serves it (a BitmapAnd with the team's btree range would
+                  -- read every row of the team)
                   AND dm_private.search_team_lexemes(d.team_id, d.search_vector) OPERATOR(pg_catalog.&&) scan_keys
                   AND (d.team_id = team) IS TRUE
-                  AND (d.search_vector @@ scan_q) IS TRUE
                   AND d.subject_kind = 'evidence'
                   AND d.is_recallable
                   AND d.owner_profile_id <> ALL (disabled)
@@ -1012,12 +1025,18 @@ BEGIN
                 FROM term_frequencies AS t
             )
             SELECT 'fulltext'::text, r.document_id, r.subject_id,
-                   -- equal scores share a rank, so ties stay ties through fusion
+                   -- equal scores share a rank, so ties stay ties through fusion;
+                   -- ranked after the LIMIT (session 8): every row scoring more
+                   -- than a kept row is kept, so its rank is the same, and the
+                   -- sort keeps the top `cap` alone instead of ordering every
+                   -- candidate twice around a window over all of them
                    (pg_catalog.rank() OVER (ORDER BY r.score DESC))::integer,
                    r.score
-            FROM scored AS r
-            ORDER BY r.score DESC, r.subject_id
-            LIMIT cap;
+            FROM (SELECT s.document_id, s.subject_id, s.score
+                  FROM scored AS s
+                  ORDER BY s.score DESC, s.subject_id
+                  LIMIT cap) AS r
+            ORDER BY r.score DESC, r.subject_id;
     ELSIF term_count <= 8 THEN
         RETURN QUERY
             -- A larger team: the GIN passes.
@@ -1028,13 +1047,14 @@ BEGIN
                   AND NOT small_team
                   -- the keys select exactly the team's documents holding one of
                   -- scan_q's lexemes (plus, on a prefix collision, another
-                  -- team's, which the team predicate drops); the team predicate
-                  -- and @@ are written so that no other index serves them (a
-                  -- BitmapAnd with the team's btree range would read every row
-                  -- of the team)
+                  -- team's, which the team predicate drops): within the team
+                  -- that is what @@ scan_q (an OR of those lexemes) tests, so
+                  -- the pass does not test it again on every row (session 8);
+                  -- the team predicate is written so that no other index
+                  -- serves it (a BitmapAnd with the team's btree range would
+                  -- read every row of the team)
                   AND dm_private.search_team_lexemes(d.team_id, d.search_vector) OPERATOR(pg_catalog.&&) scan_keys
                   AND (d.team_id = team) IS TRUE
-                  AND (d.search_vector @@ scan_q) IS TRUE
                   AND d.subject_kind = 'evidence'
                   AND d.is_recallable
                   AND d.owner_profile_id <> ALL (disabled)
@@ -1259,12 +1279,18 @@ BEGIN
                 FROM term_frequencies AS t
             )
             SELECT 'fulltext'::text, r.document_id, r.subject_id,
-                   -- equal scores share a rank, so ties stay ties through fusion
+                   -- equal scores share a rank, so ties stay ties through fusion;
+                   -- ranked after the LIMIT (session 8): every row scoring more
+                   -- than a kept row is kept, so its rank is the same, and the
+                   -- sort keeps the top `cap` alone instead of ordering every
+                   -- candidate twice around a window over all of them
                    (pg_catalog.rank() OVER (ORDER BY r.score DESC))::integer,
                    r.score
-            FROM scored AS r
-            ORDER BY r.score DESC, r.subject_id
-            LIMIT cap;
+            FROM (SELECT s.document_id, s.subject_id, s.score
+                  FROM scored AS s
+                  ORDER BY s.score DESC, s.subject_id
+                  LIMIT cap) AS r
+            ORDER BY r.score DESC, r.subject_id;
     ELSE
         RETURN QUERY
             -- A larger team: the GIN passes.
@@ -1275,13 +1301,14 @@ BEGIN
                   AND NOT small_team
                   -- the keys select exactly the team's documents holding one of
                   -- scan_q's lexemes (plus, on a prefix collision, another
-                  -- team's, which the team predicate drops); the team predicate
-                  -- and @@ are written so that no other index serves them (a
-                  -- BitmapAnd with the team's btree range would read every row
-                  -- of the team)
+                  -- team's, which the team predicate drops): within the team
+                  -- that is what @@ scan_q (an OR of those lexemes) tests, so
+                  -- the pass does not test it again on every row (session 8);
+                  -- the team predicate is written so that no other index
+                  -- serves it (a BitmapAnd with the team's btree range would
+                  -- read every row of the team)
                   AND dm_private.search_team_lexemes(d.team_id, d.search_vector) OPERATOR(pg_catalog.&&) scan_keys
                   AND (d.team_id = team) IS TRUE
-                  AND (d.search_vector @@ scan_q) IS TRUE
                   AND d.subject_kind = 'evidence'
                   AND d.is_recallable
                   AND d.owner_profile_id <> ALL (disabled)
@@ -1538,12 +1565,18 @@ BEGIN
                 FROM term_frequencies AS t
             )
             SELECT 'fulltext'::text, r.document_id, r.subject_id,
-                   -- equal scores share a rank, so ties stay ties through fusion
+                   -- equal scores share a rank, so ties stay ties through fusion;
+                   -- ranked after the LIMIT (session 8): every row scoring more
+                   -- than a kept row is kept, so its rank is the same, and the
+                   -- sort keeps the top `cap` alone instead of ordering every
+                   -- candidate twice around a window over all of them
                    (pg_catalog.rank() OVER (ORDER BY r.score DESC))::integer,
                    r.score
-            FROM scored AS r
-            ORDER BY r.score DESC, r.subject_id
-            LIMIT cap;
+            FROM (SELECT s.document_id, s.subject_id, s.score
+                  FROM scored AS s
+                  ORDER BY s.score DESC, s.subject_id
+                  LIMIT cap) AS r
+            ORDER BY r.score DESC, r.subject_id;
     END IF;
 END
 $$;
