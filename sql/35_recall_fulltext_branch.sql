@@ -235,12 +235,17 @@ BEGIN
         LEFT JOIN dm_private.search_team_statistics AS s ON s.team_id = team
     ),
     terms AS (
+        -- the compacted count by one primary-key probe per query lexeme (a
+        -- scalar subquery, at most one row), never a join the generic plan
+        -- may turn into a read of every compacted row of the team (it did
+        -- on a database whose statistics were empty when it was planned:
+        -- a hash join over the team's rows; session 8)
         SELECT l.lexeme,
-               COALESCE(s.document_count, 0)
+               COALESCE((SELECT s.document_count FROM dm_private.search_term_statistics AS s
+                         WHERE s.team_id = team AND s.lexeme = l.lexeme), 0)
                + COALESCE((SELECT pg_catalog.sum(d.document_delta) FROM dm_private.search_statistics_deltas AS d
                            WHERE d.team_id = team AND d.lexeme = l.lexeme), 0) AS df
         FROM pg_catalog.unnest(pg_catalog.to_tsvector(config, COALESCE(query, ''))) AS l
-        LEFT JOIN dm_private.search_term_statistics AS s ON s.team_id = team AND s.lexeme = l.lexeme
     ),
     ordered AS (
         SELECT ('''' || pg_catalog.replace(pg_catalog.replace(t.lexeme, '\', '\\'), '''', '''''') || '''')::tsquery
