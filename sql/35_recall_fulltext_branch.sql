@@ -1067,6 +1067,95 @@ BEGIN
                   ORDER BY s.score DESC, s.subject_id
                   LIMIT cap) AS r
             ORDER BY r.score DESC, r.subject_id;
+    ELSIF term_count <= 8 AND NOT grouped AND NOT all_pass_needed THEN
+        RETURN QUERY
+            -- A larger team: the any-term GIN pass alone, without the exchange
+            -- context (as the next statement), when the all-terms pass is not
+            -- needed: the any-term pass then holds every all-terms match, the
+            -- next statement's all_pass is empty and own_matched is any_pass.
+            -- Its own statement (session 8), so that these calls (most) do not
+            -- initialise the all-terms scans and the anti-join.
+            -- read once (by term_frequencies): not materialised
+            WITH any_pass AS NOT MATERIALIZED (
+                SELECT d.document_id, d.subject_id, d.search_vector, d.source_group, d.sequence_number
+                FROM dm_private.search_documents AS d
+                WHERE scan_q IS NOT NULL
+                  AND NOT small_team
+                  -- the keys select exactly the team's documents holding one of
+                  -- scan_q's lexemes (plus, on a prefix collision, another
+                  -- team's, which the team predicate drops): within the team
+                  -- that is what @@ scan_q (an OR of those lexemes) tests, so
+                  -- the pass does not test it again on every row (session 8);
+                  -- the team predicate is written so that no other index
+                  -- serves it (a BitmapAnd with the team's btree range would
+                  -- read every row of the team)
+                  AND dm_private.search_team_lexemes(d.team_id, d.search_vector) OPERATOR(pg_catalog.&&) scan_keys
+                  AND (d.team_id = team) IS TRUE
+                  AND d.subject_kind = 'evidence'
+                  AND d.is_recallable
+                  AND d.owner_profile_id <> ALL (disabled)
+                  AND (d.valid_from IS NULL OR d.valid_from <= valid_at)
+                  AND (d.valid_to IS NULL OR d.valid_to > valid_at)
+                  AND (d.known_from IS NULL OR d.known_from <= known_at)
+                  AND (d.known_to IS NULL OR d.known_to > known_at)
+                  AND d.policy_labels <@ scopes
+                  AND (source_groups IS NULL OR d.source_group = ANY (source_groups))
+                  AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
+                  AND (created_after IS NULL OR d.source_created_at >= created_after)
+                  AND (created_before IS NULL OR d.source_created_at < created_before)
+                  AND (NOT has_window OR (d.source_created_at IS NOT NULL
+                                          AND (window_from IS NULL OR d.source_created_at >= window_from)
+                                          AND (window_to IS NULL OR d.source_created_at <= window_to)))
+                  AND d.subject_id <> ALL (known_ids)
+                LIMIT budget
+            ),
+            term_frequencies AS (
+                -- ts_rank of a one-lexeme query with unit weights is
+                -- sum(1/i^2, i = 1..tf) / (pi^2/6), so tf is recovered from the
+                -- remainder of that series (about 1/(tf + 0.5)): one binary search
+                -- in the tsvector per query lexeme, unrolled (a per-row subquery
+                -- over the lexemes costs five times as much). OFFSET 0 keeps each
+                -- tf computed once.
+                SELECT m.document_id, m.subject_id,
+                       k1 * (1.0 - b + b * pg_catalog.length(m.search_vector) / average_length) AS norm,
+                           CASE WHEN term_count >= 1 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq1, 0)), 1e-6) - 0.5) END AS tf1,
+                           CASE WHEN term_count >= 2 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq2, 0)), 1e-6) - 0.5) END AS tf2,
+                           CASE WHEN term_count >= 3 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq3, 0)), 1e-6) - 0.5) END AS tf3,
+                           CASE WHEN term_count >= 4 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq4, 0)), 1e-6) - 0.5) END AS tf4,
+                           CASE WHEN term_count >= 5 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq5, 0)), 1e-6) - 0.5) END AS tf5,
+                           CASE WHEN term_count >= 6 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq6, 0)), 1e-6) - 0.5) END AS tf6,
+                           CASE WHEN term_count >= 7 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq7, 0)), 1e-6) - 0.5) END AS tf7,
+                           CASE WHEN term_count >= 8 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq8, 0)), 1e-6) - 0.5) END AS tf8
+                FROM any_pass AS m
+                OFFSET 0
+            ),
+            scored AS (
+                SELECT t.document_id, t.subject_id,
+                       (
+                         CASE WHEN term_count >= 1 THEN COALESCE(tw1 * t.tf1 / (t.tf1 + t.norm), 0.0) ELSE 0.0 END
+                       + CASE WHEN term_count >= 2 THEN COALESCE(tw2 * t.tf2 / (t.tf2 + t.norm), 0.0) ELSE 0.0 END
+                       + CASE WHEN term_count >= 3 THEN COALESCE(tw3 * t.tf3 / (t.tf3 + t.norm), 0.0) ELSE 0.0 END
+                       + CASE WHEN term_count >= 4 THEN COALESCE(tw4 * t.tf4 / (t.tf4 + t.norm), 0.0) ELSE 0.0 END
+                       + CASE WHEN term_count >= 5 THEN COALESCE(tw5 * t.tf5 / (t.tf5 + t.norm), 0.0) ELSE 0.0 END
+                       + CASE WHEN term_count >= 6 THEN COALESCE(tw6 * t.tf6 / (t.tf6 + t.norm), 0.0) ELSE 0.0 END
+                       + CASE WHEN term_count >= 7 THEN COALESCE(tw7 * t.tf7 / (t.tf7 + t.norm), 0.0) ELSE 0.0 END
+                       + CASE WHEN term_count >= 8 THEN COALESCE(tw8 * t.tf8 / (t.tf8 + t.norm), 0.0) ELSE 0.0 END
+                       )::double precision AS score
+                FROM term_frequencies AS t
+            )
+            SELECT 'fulltext'::text, r.document_id, r.subject_id,
+                   -- equal scores share a rank, so ties stay ties through fusion;
+                   -- ranked after the LIMIT (session 8): every row scoring more
+                   -- than a kept row is kept, so its rank is the same, and the
+                   -- sort keeps the top `cap` alone instead of ordering every
+                   -- candidate twice around a window over all of them
+                   (pg_catalog.rank() OVER (ORDER BY r.score DESC))::integer,
+                   r.score
+            FROM (SELECT s.document_id, s.subject_id, s.score
+                  FROM scored AS s
+                  ORDER BY s.score DESC, s.subject_id
+                  LIMIT cap) AS r
+            ORDER BY r.score DESC, r.subject_id;
     ELSIF term_count <= 8 AND NOT grouped THEN
         RETURN QUERY
             -- A larger team: the GIN passes, without the exchange context

@@ -98,7 +98,7 @@ def test_fulltext_branch_uses_its_gin_index_and_vector_path_follows_team_size(ad
             p
             for p in plans
             # any_pass is inlined since session 8 (read once): the statement text names it
-            if ("WITH any_pass AS" in p or "team_rows AS MATERIALIZED" in p) and "search_vector @@" in p
+            if "WITH any_pass AS" in p or ("team_rows AS MATERIALIZED" in p and "search_vector @@" in p)
         ]
         assert fulltext, "the full-text statement ran"
         # a team of at most scan_budget documents whose all-terms pass cannot use the lexeme keys
@@ -111,11 +111,14 @@ def test_fulltext_branch_uses_its_gin_index_and_vector_path_follows_team_size(ad
         # one generic plan serves every team of the session: the any-term pass and the keyed
         # all-terms pass read the team-qualified lexeme keys (migration 0025), the other all-terms
         # pass (an "or", an exclusion) the (team_id, search_vector) GIN index, and the small-team
-        # read (team_rows) a range of the team, never the whole table, whatever the estimates (this
+        # read (team_rows) a range of the team, never the whole table, whatever the estimates (the
+        # statement run when the all-terms pass is not needed has the any-term pass alone; this
         # database has three teams, so a generic plan takes a team for a third of the table)
         assert all(
-            p.count("Bitmap Index Scan on search_documents_team_lexemes_idx") == 2
-            and p.count("Bitmap Index Scan on search_documents_fulltext_idx") == 1
+            p.count("Bitmap Index Scan on search_documents_team_lexemes_idx")
+            == (2 if "all_pass AS" in p else 1)
+            and p.count("Bitmap Index Scan on search_documents_fulltext_idx")
+            == (1 if "all_pass AS" in p else 0)
             for p in fulltext
             if "WITH any_pass AS" in p
         ), [p[p.index("Limit") :] for p in fulltext]
