@@ -180,6 +180,17 @@ DECLARE
     -- the team's profiles that are not active (read by the statistics
     -- statement below, one statement less per call)
     disabled uuid [];
+    -- context_radius > 0 and some evidence document of the team has a
+    -- source group (read by the statistics statement): otherwise no
+    -- candidate can have exchange context, and the 8-lexeme GIN passes run
+    -- the statement without it
+    grouped boolean;
+    -- the 8-lexeme statements read each query lexeme's tsquery and weight
+    -- from these (term_queries[k] and idfs[k], copied once per call), not by
+    -- subscripting the arrays twice per candidate and lexeme (session 8)
+    tq1 tsquery; tq2 tsquery; tq3 tsquery; tq4 tsquery; tq5 tsquery; tq6 tsquery; tq7 tsquery; tq8 tsquery;
+    tw1 double precision; tw2 double precision; tw3 double precision; tw4 double precision;
+    tw5 double precision; tw6 double precision; tw7 double precision; tw8 double precision;
 BEGIN
     IF cap <= 0 THEN
         RETURN;
@@ -224,12 +235,17 @@ BEGIN
         LEFT JOIN dm_private.search_team_statistics AS s ON s.team_id = team
     ),
     terms AS (
+        -- the compacted count by one primary-key probe per query lexeme (a
+        -- scalar subquery, at most one row), never a join the generic plan
+        -- may turn into a read of every compacted row of the team (it did
+        -- on a database whose statistics were empty when it was planned:
+        -- a hash join over the team's rows; session 8)
         SELECT l.lexeme,
-               COALESCE(s.document_count, 0)
+               COALESCE((SELECT s.document_count FROM dm_private.search_term_statistics AS s
+                         WHERE s.team_id = team AND s.lexeme = l.lexeme), 0)
                + COALESCE((SELECT pg_catalog.sum(d.document_delta) FROM dm_private.search_statistics_deltas AS d
                            WHERE d.team_id = team AND d.lexeme = l.lexeme), 0) AS df
         FROM pg_catalog.unnest(pg_catalog.to_tsvector(config, COALESCE(query, ''))) AS l
-        LEFT JOIN dm_private.search_term_statistics AS s ON s.team_id = team AND s.lexeme = l.lexeme
     ),
     ordered AS (
         SELECT ('''' || pg_catalog.replace(pg_catalog.replace(t.lexeme, '\', '\\'), '''', '''''') || '''')::tsquery
@@ -262,9 +278,14 @@ BEGIN
            pg_catalog.count(*),
            pg_catalog.sum(pg_catalog.ln(o.df / o.documents)),
            ARRAY(SELECT p.profile_id FROM dm_private.profiles AS p
-                 WHERE p.team_id = team AND p.state <> 'active')
+                 WHERE p.team_id = team AND p.state <> 'active'),
+           -- any grouped evidence document, recallable or not (a superset of
+           -- what the context reads); not read at all without context
+           context_radius > 0
+           AND EXISTS (SELECT FROM dm_private.search_documents AS g
+                       WHERE g.team_id = team AND g.subject_kind = 'evidence' AND g.source_group IS NOT NULL)
     INTO term_queries, idfs, scan_q, scan_keys, average_length, rarest_df, query_lexemes, team_documents,
-         scan_df, held_lexemes, log_share, disabled
+         scan_df, held_lexemes, log_share, disabled, grouped
     FROM ordered AS o;
     term_count := COALESCE(pg_catalog.cardinality(term_queries), 0);
     -- The any-term pass (as recall_tsqueries' any_terms): only with or_terms,
@@ -349,6 +370,12 @@ BEGIN
     -- term of the unrolled expressions whether it is used or not (0.7 M
     -- instructions per call of the 24-term statement on a small team);
     -- the left-out terms would add +0.0 (never a different sum).
+    IF term_count <= 8 THEN
+        tq1 := term_queries[1]; tq2 := term_queries[2]; tq3 := term_queries[3]; tq4 := term_queries[4];
+        tq5 := term_queries[5]; tq6 := term_queries[6]; tq7 := term_queries[7]; tq8 := term_queries[8];
+        tw1 := idfs[1]; tw2 := idfs[2]; tw3 := idfs[3]; tw4 := idfs[4];
+        tw5 := idfs[5]; tw6 := idfs[6]; tw7 := idfs[7]; tw8 := idfs[8];
+    END IF;
     IF small_team THEN
         IF term_count <= 8 THEN
             RETURN QUERY
@@ -464,38 +491,44 @@ BEGIN
                     -- tf computed once.
                     SELECT m.document_id, m.subject_id,
                            k1 * (1.0 - b + b * pg_catalog.length(m.search_vector) / average_length) AS norm,
-                               CASE WHEN term_count >= 1 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[1], 0)), 1e-6) - 0.5) END AS tf1,
-                               CASE WHEN term_count >= 2 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[2], 0)), 1e-6) - 0.5) END AS tf2,
-                               CASE WHEN term_count >= 3 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[3], 0)), 1e-6) - 0.5) END AS tf3,
-                               CASE WHEN term_count >= 4 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[4], 0)), 1e-6) - 0.5) END AS tf4,
-                               CASE WHEN term_count >= 5 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[5], 0)), 1e-6) - 0.5) END AS tf5,
-                               CASE WHEN term_count >= 6 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[6], 0)), 1e-6) - 0.5) END AS tf6,
-                               CASE WHEN term_count >= 7 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[7], 0)), 1e-6) - 0.5) END AS tf7,
-                               CASE WHEN term_count >= 8 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[8], 0)), 1e-6) - 0.5) END AS tf8
+                               CASE WHEN term_count >= 1 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq1, 0)), 1e-6) - 0.5) END AS tf1,
+                               CASE WHEN term_count >= 2 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq2, 0)), 1e-6) - 0.5) END AS tf2,
+                               CASE WHEN term_count >= 3 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq3, 0)), 1e-6) - 0.5) END AS tf3,
+                               CASE WHEN term_count >= 4 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq4, 0)), 1e-6) - 0.5) END AS tf4,
+                               CASE WHEN term_count >= 5 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq5, 0)), 1e-6) - 0.5) END AS tf5,
+                               CASE WHEN term_count >= 6 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq6, 0)), 1e-6) - 0.5) END AS tf6,
+                               CASE WHEN term_count >= 7 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq7, 0)), 1e-6) - 0.5) END AS tf7,
+                               CASE WHEN term_count >= 8 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq8, 0)), 1e-6) - 0.5) END AS tf8
                     FROM matched AS m
                     OFFSET 0
                 ),
                 scored AS (
                     SELECT t.document_id, t.subject_id,
                            (
-                             CASE WHEN term_count >= 1 THEN COALESCE(idfs[1] * t.tf1 / (t.tf1 + t.norm), 0.0) ELSE 0.0 END
-                           + CASE WHEN term_count >= 2 THEN COALESCE(idfs[2] * t.tf2 / (t.tf2 + t.norm), 0.0) ELSE 0.0 END
-                           + CASE WHEN term_count >= 3 THEN COALESCE(idfs[3] * t.tf3 / (t.tf3 + t.norm), 0.0) ELSE 0.0 END
-                           + CASE WHEN term_count >= 4 THEN COALESCE(idfs[4] * t.tf4 / (t.tf4 + t.norm), 0.0) ELSE 0.0 END
-                           + CASE WHEN term_count >= 5 THEN COALESCE(idfs[5] * t.tf5 / (t.tf5 + t.norm), 0.0) ELSE 0.0 END
-                           + CASE WHEN term_count >= 6 THEN COALESCE(idfs[6] * t.tf6 / (t.tf6 + t.norm), 0.0) ELSE 0.0 END
-                           + CASE WHEN term_count >= 7 THEN COALESCE(idfs[7] * t.tf7 / (t.tf7 + t.norm), 0.0) ELSE 0.0 END
-                           + CASE WHEN term_count >= 8 THEN COALESCE(idfs[8] * t.tf8 / (t.tf8 + t.norm), 0.0) ELSE 0.0 END
+                             CASE WHEN term_count >= 1 THEN COALESCE(tw1 * t.tf1 / (t.tf1 + t.norm), 0.0) ELSE 0.0 END
+                           + CASE WHEN term_count >= 2 THEN COALESCE(tw2 * t.tf2 / (t.tf2 + t.norm), 0.0) ELSE 0.0 END
+                           + CASE WHEN term_count >= 3 THEN COALESCE(tw3 * t.tf3 / (t.tf3 + t.norm), 0.0) ELSE 0.0 END
+                           + CASE WHEN term_count >= 4 THEN COALESCE(tw4 * t.tf4 / (t.tf4 + t.norm), 0.0) ELSE 0.0 END
+                           + CASE WHEN term_count >= 5 THEN COALESCE(tw5 * t.tf5 / (t.tf5 + t.norm), 0.0) ELSE 0.0 END
+                           + CASE WHEN term_count >= 6 THEN COALESCE(tw6 * t.tf6 / (t.tf6 + t.norm), 0.0) ELSE 0.0 END
+                           + CASE WHEN term_count >= 7 THEN COALESCE(tw7 * t.tf7 / (t.tf7 + t.norm), 0.0) ELSE 0.0 END
+                           + CASE WHEN term_count >= 8 THEN COALESCE(tw8 * t.tf8 / (t.tf8 + t.norm), 0.0) ELSE 0.0 END
                            )::double precision AS score
                     FROM term_frequencies AS t
                 )
                 SELECT 'fulltext'::text, r.document_id, r.subject_id,
-                       -- equal scores share a rank, so ties stay ties through fusion
+                       -- equal scores share a rank, so ties stay ties through fusion;
+                       -- ranked after the LIMIT (session 8): every row scoring more
+                       -- than a kept row is kept, so its rank is the same, and the
+                       -- sort keeps the top `cap` alone instead of ordering every
+                       -- candidate twice around a window over all of them
                        (pg_catalog.rank() OVER (ORDER BY r.score DESC))::integer,
                        r.score
-                FROM scored AS r
-                ORDER BY r.score DESC, r.subject_id
-                LIMIT cap;
+                FROM (SELECT s.document_id, s.subject_id, s.score
+                      FROM scored AS s
+                      ORDER BY s.score DESC, s.subject_id
+                      LIMIT cap) AS r
+                ORDER BY r.score DESC, r.subject_id;
         ELSE
             RETURN QUERY
                 -- A team with at most `budget` recallable documents: its own rows
@@ -668,12 +701,18 @@ BEGIN
                     FROM term_frequencies AS t
                 )
                 SELECT 'fulltext'::text, r.document_id, r.subject_id,
-                       -- equal scores share a rank, so ties stay ties through fusion
+                       -- equal scores share a rank, so ties stay ties through fusion;
+                       -- ranked after the LIMIT (session 8): every row scoring more
+                       -- than a kept row is kept, so its rank is the same, and the
+                       -- sort keeps the top `cap` alone instead of ordering every
+                       -- candidate twice around a window over all of them
                        (pg_catalog.rank() OVER (ORDER BY r.score DESC))::integer,
                        r.score
-                FROM scored AS r
-                ORDER BY r.score DESC, r.subject_id
-                LIMIT cap;
+                FROM (SELECT s.document_id, s.subject_id, s.score
+                      FROM scored AS s
+                      ORDER BY s.score DESC, s.subject_id
+                      LIMIT cap) AS r
+                ORDER BY r.score DESC, r.subject_id;
         END IF;
         RETURN;
     END IF;
@@ -684,7 +723,10 @@ BEGIN
             -- search_documents_team_order_idx), in the 24-lexeme width (a query of
             -- at most 8 scored lexemes gets the same sums). A statement of its own,
             -- so that the other calls do not initialise the dense scans.
-            WITH any_pass AS MATERIALIZED (
+            -- read once (by own_matched), so not materialised: its rows go
+            -- straight into own_matched's store, one tuplestore copy of each
+            -- candidate and its tsvector less (session 8)
+            WITH any_pass AS NOT MATERIALIZED (
                 -- the keyed way: a bitmap of the lexemes' documents
                 (SELECT d.document_id, d.subject_id, d.search_vector, d.source_group, d.sequence_number
                 FROM dm_private.search_documents AS d
@@ -693,13 +735,14 @@ BEGIN
                   AND NOT any_dense
                   -- the keys select exactly the team's documents holding one of
                   -- scan_q's lexemes (plus, on a prefix collision, another
-                  -- team's, which the team predicate drops); the team predicate
-                  -- and @@ are written so that no other index serves them (a
-                  -- BitmapAnd with the team's btree range would read every row
-                  -- of the team)
+                  -- team's, which the team predicate drops): within the team
+                  -- that is what @@ scan_q (an OR of those lexemes) tests, so
+                  -- the pass does not test it again on every row (session 8);
+                  -- the team predicate is written so that no other index
+                  -- serves it (a BitmapAnd with the team's btree range would
+                  -- read every row of the team)
                   AND dm_private.search_team_lexemes(d.team_id, d.search_vector) OPERATOR(pg_catalog.&&) scan_keys
                   AND (d.team_id = team) IS TRUE
-                  AND (d.search_vector @@ scan_q) IS TRUE
                   AND d.subject_kind = 'evidence'
                   AND d.is_recallable
                   AND d.owner_profile_id <> ALL (disabled)
@@ -1012,29 +1055,284 @@ BEGIN
                 FROM term_frequencies AS t
             )
             SELECT 'fulltext'::text, r.document_id, r.subject_id,
-                   -- equal scores share a rank, so ties stay ties through fusion
+                   -- equal scores share a rank, so ties stay ties through fusion;
+                   -- ranked after the LIMIT (session 8): every row scoring more
+                   -- than a kept row is kept, so its rank is the same, and the
+                   -- sort keeps the top `cap` alone instead of ordering every
+                   -- candidate twice around a window over all of them
                    (pg_catalog.rank() OVER (ORDER BY r.score DESC))::integer,
                    r.score
-            FROM scored AS r
-            ORDER BY r.score DESC, r.subject_id
-            LIMIT cap;
-    ELSIF term_count <= 8 THEN
+            FROM (SELECT s.document_id, s.subject_id, s.score
+                  FROM scored AS s
+                  ORDER BY s.score DESC, s.subject_id
+                  LIMIT cap) AS r
+            ORDER BY r.score DESC, r.subject_id;
+    ELSIF term_count <= 8 AND NOT grouped AND NOT all_pass_needed THEN
         RETURN QUERY
-            -- A larger team: the GIN passes.
-            WITH any_pass AS MATERIALIZED (
+            -- A larger team: the any-term GIN pass alone, without the exchange
+            -- context (as the next statement), when the all-terms pass is not
+            -- needed: the any-term pass then holds every all-terms match, the
+            -- next statement's all_pass is empty and own_matched is any_pass.
+            -- Its own statement (session 8), so that these calls (most) do not
+            -- initialise the all-terms scans and the anti-join.
+            -- read once (by term_frequencies): not materialised
+            WITH any_pass AS NOT MATERIALIZED (
                 SELECT d.document_id, d.subject_id, d.search_vector, d.source_group, d.sequence_number
                 FROM dm_private.search_documents AS d
                 WHERE scan_q IS NOT NULL
                   AND NOT small_team
                   -- the keys select exactly the team's documents holding one of
                   -- scan_q's lexemes (plus, on a prefix collision, another
-                  -- team's, which the team predicate drops); the team predicate
-                  -- and @@ are written so that no other index serves them (a
-                  -- BitmapAnd with the team's btree range would read every row
-                  -- of the team)
+                  -- team's, which the team predicate drops): within the team
+                  -- that is what @@ scan_q (an OR of those lexemes) tests, so
+                  -- the pass does not test it again on every row (session 8);
+                  -- the team predicate is written so that no other index
+                  -- serves it (a BitmapAnd with the team's btree range would
+                  -- read every row of the team)
                   AND dm_private.search_team_lexemes(d.team_id, d.search_vector) OPERATOR(pg_catalog.&&) scan_keys
                   AND (d.team_id = team) IS TRUE
-                  AND (d.search_vector @@ scan_q) IS TRUE
+                  AND d.subject_kind = 'evidence'
+                  AND d.is_recallable
+                  AND d.owner_profile_id <> ALL (disabled)
+                  AND (d.valid_from IS NULL OR d.valid_from <= valid_at)
+                  AND (d.valid_to IS NULL OR d.valid_to > valid_at)
+                  AND (d.known_from IS NULL OR d.known_from <= known_at)
+                  AND (d.known_to IS NULL OR d.known_to > known_at)
+                  AND d.policy_labels <@ scopes
+                  AND (source_groups IS NULL OR d.source_group = ANY (source_groups))
+                  AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
+                  AND (created_after IS NULL OR d.source_created_at >= created_after)
+                  AND (created_before IS NULL OR d.source_created_at < created_before)
+                  AND (NOT has_window OR (d.source_created_at IS NOT NULL
+                                          AND (window_from IS NULL OR d.source_created_at >= window_from)
+                                          AND (window_to IS NULL OR d.source_created_at <= window_to)))
+                  AND d.subject_id <> ALL (known_ids)
+                LIMIT budget
+            ),
+            term_frequencies AS (
+                -- ts_rank of a one-lexeme query with unit weights is
+                -- sum(1/i^2, i = 1..tf) / (pi^2/6), so tf is recovered from the
+                -- remainder of that series (about 1/(tf + 0.5)): one binary search
+                -- in the tsvector per query lexeme, unrolled (a per-row subquery
+                -- over the lexemes costs five times as much). OFFSET 0 keeps each
+                -- tf computed once.
+                SELECT m.document_id, m.subject_id,
+                       k1 * (1.0 - b + b * pg_catalog.length(m.search_vector) / average_length) AS norm,
+                           CASE WHEN term_count >= 1 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq1, 0)), 1e-6) - 0.5) END AS tf1,
+                           CASE WHEN term_count >= 2 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq2, 0)), 1e-6) - 0.5) END AS tf2,
+                           CASE WHEN term_count >= 3 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq3, 0)), 1e-6) - 0.5) END AS tf3,
+                           CASE WHEN term_count >= 4 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq4, 0)), 1e-6) - 0.5) END AS tf4,
+                           CASE WHEN term_count >= 5 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq5, 0)), 1e-6) - 0.5) END AS tf5,
+                           CASE WHEN term_count >= 6 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq6, 0)), 1e-6) - 0.5) END AS tf6,
+                           CASE WHEN term_count >= 7 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq7, 0)), 1e-6) - 0.5) END AS tf7,
+                           CASE WHEN term_count >= 8 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq8, 0)), 1e-6) - 0.5) END AS tf8
+                FROM any_pass AS m
+                OFFSET 0
+            ),
+            scored AS (
+                SELECT t.document_id, t.subject_id,
+                       (
+                         CASE WHEN term_count >= 1 THEN COALESCE(tw1 * t.tf1 / (t.tf1 + t.norm), 0.0) ELSE 0.0 END
+                       + CASE WHEN term_count >= 2 THEN COALESCE(tw2 * t.tf2 / (t.tf2 + t.norm), 0.0) ELSE 0.0 END
+                       + CASE WHEN term_count >= 3 THEN COALESCE(tw3 * t.tf3 / (t.tf3 + t.norm), 0.0) ELSE 0.0 END
+                       + CASE WHEN term_count >= 4 THEN COALESCE(tw4 * t.tf4 / (t.tf4 + t.norm), 0.0) ELSE 0.0 END
+                       + CASE WHEN term_count >= 5 THEN COALESCE(tw5 * t.tf5 / (t.tf5 + t.norm), 0.0) ELSE 0.0 END
+                       + CASE WHEN term_count >= 6 THEN COALESCE(tw6 * t.tf6 / (t.tf6 + t.norm), 0.0) ELSE 0.0 END
+                       + CASE WHEN term_count >= 7 THEN COALESCE(tw7 * t.tf7 / (t.tf7 + t.norm), 0.0) ELSE 0.0 END
+                       + CASE WHEN term_count >= 8 THEN COALESCE(tw8 * t.tf8 / (t.tf8 + t.norm), 0.0) ELSE 0.0 END
+                       )::double precision AS score
+                FROM term_frequencies AS t
+            )
+            SELECT 'fulltext'::text, r.document_id, r.subject_id,
+                   -- equal scores share a rank, so ties stay ties through fusion;
+                   -- ranked after the LIMIT (session 8): every row scoring more
+                   -- than a kept row is kept, so its rank is the same, and the
+                   -- sort keeps the top `cap` alone instead of ordering every
+                   -- candidate twice around a window over all of them
+                   (pg_catalog.rank() OVER (ORDER BY r.score DESC))::integer,
+                   r.score
+            FROM (SELECT s.document_id, s.subject_id, s.score
+                  FROM scored AS s
+                  ORDER BY s.score DESC, s.subject_id
+                  LIMIT cap) AS r
+            ORDER BY r.score DESC, r.subject_id;
+    ELSIF term_count <= 8 AND NOT grouped THEN
+        RETURN QUERY
+            -- A larger team: the GIN passes, without the exchange context
+            -- (context_radius 0, or a team none of whose evidence has a source
+            -- group: then the context CTEs of the next statement read nothing,
+            -- and matched is own_matched). Its own statement (session 8), so
+            -- that these calls neither initialise the context's scans, windows
+            -- and sorts nor copy every candidate into own_matched's store.
+            -- read once (by own_matched), so not materialised: its rows go
+            -- straight into own_matched's store, one tuplestore copy of each
+            -- candidate and its tsvector less (session 8)
+            WITH any_pass AS NOT MATERIALIZED (
+                SELECT d.document_id, d.subject_id, d.search_vector, d.source_group, d.sequence_number
+                FROM dm_private.search_documents AS d
+                WHERE scan_q IS NOT NULL
+                  AND NOT small_team
+                  -- the keys select exactly the team's documents holding one of
+                  -- scan_q's lexemes (plus, on a prefix collision, another
+                  -- team's, which the team predicate drops): within the team
+                  -- that is what @@ scan_q (an OR of those lexemes) tests, so
+                  -- the pass does not test it again on every row (session 8);
+                  -- the team predicate is written so that no other index
+                  -- serves it (a BitmapAnd with the team's btree range would
+                  -- read every row of the team)
+                  AND dm_private.search_team_lexemes(d.team_id, d.search_vector) OPERATOR(pg_catalog.&&) scan_keys
+                  AND (d.team_id = team) IS TRUE
+                  AND d.subject_kind = 'evidence'
+                  AND d.is_recallable
+                  AND d.owner_profile_id <> ALL (disabled)
+                  AND (d.valid_from IS NULL OR d.valid_from <= valid_at)
+                  AND (d.valid_to IS NULL OR d.valid_to > valid_at)
+                  AND (d.known_from IS NULL OR d.known_from <= known_at)
+                  AND (d.known_to IS NULL OR d.known_to > known_at)
+                  AND d.policy_labels <@ scopes
+                  AND (source_groups IS NULL OR d.source_group = ANY (source_groups))
+                  AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
+                  AND (created_after IS NULL OR d.source_created_at >= created_after)
+                  AND (created_before IS NULL OR d.source_created_at < created_before)
+                  AND (NOT has_window OR (d.source_created_at IS NOT NULL
+                                          AND (window_from IS NULL OR d.source_created_at >= window_from)
+                                          AND (window_to IS NULL OR d.source_created_at <= window_to)))
+                  AND d.subject_id <> ALL (known_ids)
+                LIMIT budget
+            ),
+            all_pass AS MATERIALIZED (
+                -- the keyed way (all_keys: every lexeme of all_q is required)
+                (SELECT d.document_id, d.subject_id, d.search_vector, d.source_group, d.sequence_number
+                FROM dm_private.search_documents AS d
+                WHERE all_pass_needed
+                  AND NOT small_team
+                  AND all_keys IS NOT NULL
+                  AND dm_private.search_team_lexemes(d.team_id, d.search_vector) OPERATOR(pg_catalog.@>) all_keys
+                  AND (d.team_id = team) IS TRUE
+                  AND (d.search_vector @@ all_q) IS TRUE
+                  AND d.subject_kind = 'evidence'
+                  AND d.is_recallable
+                  AND d.owner_profile_id <> ALL (disabled)
+                  AND (d.valid_from IS NULL OR d.valid_from <= valid_at)
+                  AND (d.valid_to IS NULL OR d.valid_to > valid_at)
+                  AND (d.known_from IS NULL OR d.known_from <= known_at)
+                  AND (d.known_to IS NULL OR d.known_to > known_at)
+                  AND d.policy_labels <@ scopes
+                  AND (source_groups IS NULL OR d.source_group = ANY (source_groups))
+                  AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
+                  AND (created_after IS NULL OR d.source_created_at >= created_after)
+                  AND (created_before IS NULL OR d.source_created_at < created_before)
+                  AND (NOT has_window OR (d.source_created_at IS NOT NULL
+                                          AND (window_from IS NULL OR d.source_created_at >= window_from)
+                                          AND (window_to IS NULL OR d.source_created_at <= window_to)))
+                  AND d.subject_id <> ALL (known_ids)
+                LIMIT budget)
+                UNION ALL
+                -- any other all_q (or, exclusions): the (team_id, search_vector) index
+                (SELECT d.document_id, d.subject_id, d.search_vector, d.source_group, d.sequence_number
+                FROM dm_private.search_documents AS d
+                WHERE all_pass_needed
+                  AND NOT small_team
+                  AND all_keys IS NULL
+                  AND d.team_id = team
+                  AND d.search_vector @@ all_q
+                  AND d.subject_kind = 'evidence'
+                  AND d.is_recallable
+                  AND d.owner_profile_id <> ALL (disabled)
+                  AND (d.valid_from IS NULL OR d.valid_from <= valid_at)
+                  AND (d.valid_to IS NULL OR d.valid_to > valid_at)
+                  AND (d.known_from IS NULL OR d.known_from <= known_at)
+                  AND (d.known_to IS NULL OR d.known_to > known_at)
+                  AND d.policy_labels <@ scopes
+                  AND (source_groups IS NULL OR d.source_group = ANY (source_groups))
+                  AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
+                  AND (created_after IS NULL OR d.source_created_at >= created_after)
+                  AND (created_before IS NULL OR d.source_created_at < created_before)
+                  AND (NOT has_window OR (d.source_created_at IS NOT NULL
+                                          AND (window_from IS NULL OR d.source_created_at >= window_from)
+                                          AND (window_to IS NULL OR d.source_created_at <= window_to)))
+                  AND d.subject_id <> ALL (known_ids)
+                LIMIT budget)
+            ),
+            -- read once (by term_frequencies): not materialised
+            own_matched AS NOT MATERIALIZED (
+                SELECT b.document_id, b.subject_id, b.search_vector, b.source_group, b.sequence_number FROM all_pass AS b
+                UNION ALL
+                SELECT a.document_id, a.subject_id, a.search_vector, a.source_group, a.sequence_number FROM any_pass AS a
+                -- a hashed subplan (document ids are never NULL, so NOT IN is NOT
+                -- EXISTS): the anti-join the planner chose for NOT EXISTS, a
+                -- nested loop rescanning all_pass for every any_pass row, read
+                -- up to budget x budget tuples (half of a 10k+ team's call)
+                WHERE a.document_id NOT IN (SELECT b.document_id FROM all_pass AS b)
+            ),
+            term_frequencies AS (
+                -- ts_rank of a one-lexeme query with unit weights is
+                -- sum(1/i^2, i = 1..tf) / (pi^2/6), so tf is recovered from the
+                -- remainder of that series (about 1/(tf + 0.5)): one binary search
+                -- in the tsvector per query lexeme, unrolled (a per-row subquery
+                -- over the lexemes costs five times as much). OFFSET 0 keeps each
+                -- tf computed once.
+                SELECT m.document_id, m.subject_id,
+                       k1 * (1.0 - b + b * pg_catalog.length(m.search_vector) / average_length) AS norm,
+                           CASE WHEN term_count >= 1 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq1, 0)), 1e-6) - 0.5) END AS tf1,
+                           CASE WHEN term_count >= 2 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq2, 0)), 1e-6) - 0.5) END AS tf2,
+                           CASE WHEN term_count >= 3 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq3, 0)), 1e-6) - 0.5) END AS tf3,
+                           CASE WHEN term_count >= 4 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq4, 0)), 1e-6) - 0.5) END AS tf4,
+                           CASE WHEN term_count >= 5 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq5, 0)), 1e-6) - 0.5) END AS tf5,
+                           CASE WHEN term_count >= 6 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq6, 0)), 1e-6) - 0.5) END AS tf6,
+                           CASE WHEN term_count >= 7 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq7, 0)), 1e-6) - 0.5) END AS tf7,
+                           CASE WHEN term_count >= 8 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq8, 0)), 1e-6) - 0.5) END AS tf8
+                FROM own_matched AS m
+                OFFSET 0
+            ),
+            scored AS (
+                SELECT t.document_id, t.subject_id,
+                       (
+                         CASE WHEN term_count >= 1 THEN COALESCE(tw1 * t.tf1 / (t.tf1 + t.norm), 0.0) ELSE 0.0 END
+                       + CASE WHEN term_count >= 2 THEN COALESCE(tw2 * t.tf2 / (t.tf2 + t.norm), 0.0) ELSE 0.0 END
+                       + CASE WHEN term_count >= 3 THEN COALESCE(tw3 * t.tf3 / (t.tf3 + t.norm), 0.0) ELSE 0.0 END
+                       + CASE WHEN term_count >= 4 THEN COALESCE(tw4 * t.tf4 / (t.tf4 + t.norm), 0.0) ELSE 0.0 END
+                       + CASE WHEN term_count >= 5 THEN COALESCE(tw5 * t.tf5 / (t.tf5 + t.norm), 0.0) ELSE 0.0 END
+                       + CASE WHEN term_count >= 6 THEN COALESCE(tw6 * t.tf6 / (t.tf6 + t.norm), 0.0) ELSE 0.0 END
+                       + CASE WHEN term_count >= 7 THEN COALESCE(tw7 * t.tf7 / (t.tf7 + t.norm), 0.0) ELSE 0.0 END
+                       + CASE WHEN term_count >= 8 THEN COALESCE(tw8 * t.tf8 / (t.tf8 + t.norm), 0.0) ELSE 0.0 END
+                       )::double precision AS score
+                FROM term_frequencies AS t
+            )
+            SELECT 'fulltext'::text, r.document_id, r.subject_id,
+                   -- equal scores share a rank, so ties stay ties through fusion;
+                   -- ranked after the LIMIT (session 8): every row scoring more
+                   -- than a kept row is kept, so its rank is the same, and the
+                   -- sort keeps the top `cap` alone instead of ordering every
+                   -- candidate twice around a window over all of them
+                   (pg_catalog.rank() OVER (ORDER BY r.score DESC))::integer,
+                   r.score
+            FROM (SELECT s.document_id, s.subject_id, s.score
+                  FROM scored AS s
+                  ORDER BY s.score DESC, s.subject_id
+                  LIMIT cap) AS r
+            ORDER BY r.score DESC, r.subject_id;
+    ELSIF term_count <= 8 THEN
+        RETURN QUERY
+            -- A larger team: the GIN passes.
+            -- read once (by own_matched), so not materialised: its rows go
+            -- straight into own_matched's store, one tuplestore copy of each
+            -- candidate and its tsvector less (session 8)
+            WITH any_pass AS NOT MATERIALIZED (
+                SELECT d.document_id, d.subject_id, d.search_vector, d.source_group, d.sequence_number
+                FROM dm_private.search_documents AS d
+                WHERE scan_q IS NOT NULL
+                  AND NOT small_team
+                  -- the keys select exactly the team's documents holding one of
+                  -- scan_q's lexemes (plus, on a prefix collision, another
+                  -- team's, which the team predicate drops): within the team
+                  -- that is what @@ scan_q (an OR of those lexemes) tests, so
+                  -- the pass does not test it again on every row (session 8);
+                  -- the team predicate is written so that no other index
+                  -- serves it (a BitmapAnd with the team's btree range would
+                  -- read every row of the team)
+                  AND dm_private.search_team_lexemes(d.team_id, d.search_vector) OPERATOR(pg_catalog.&&) scan_keys
+                  AND (d.team_id = team) IS TRUE
                   AND d.subject_kind = 'evidence'
                   AND d.is_recallable
                   AND d.owner_profile_id <> ALL (disabled)
@@ -1233,55 +1531,65 @@ BEGIN
                 -- tf computed once.
                 SELECT m.document_id, m.subject_id,
                        k1 * (1.0 - b + b * pg_catalog.length(m.search_vector) / average_length) AS norm,
-                           CASE WHEN term_count >= 1 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[1], 0)), 1e-6) - 0.5) END AS tf1,
-                           CASE WHEN term_count >= 2 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[2], 0)), 1e-6) - 0.5) END AS tf2,
-                           CASE WHEN term_count >= 3 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[3], 0)), 1e-6) - 0.5) END AS tf3,
-                           CASE WHEN term_count >= 4 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[4], 0)), 1e-6) - 0.5) END AS tf4,
-                           CASE WHEN term_count >= 5 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[5], 0)), 1e-6) - 0.5) END AS tf5,
-                           CASE WHEN term_count >= 6 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[6], 0)), 1e-6) - 0.5) END AS tf6,
-                           CASE WHEN term_count >= 7 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[7], 0)), 1e-6) - 0.5) END AS tf7,
-                           CASE WHEN term_count >= 8 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[8], 0)), 1e-6) - 0.5) END AS tf8
+                           CASE WHEN term_count >= 1 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq1, 0)), 1e-6) - 0.5) END AS tf1,
+                           CASE WHEN term_count >= 2 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq2, 0)), 1e-6) - 0.5) END AS tf2,
+                           CASE WHEN term_count >= 3 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq3, 0)), 1e-6) - 0.5) END AS tf3,
+                           CASE WHEN term_count >= 4 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq4, 0)), 1e-6) - 0.5) END AS tf4,
+                           CASE WHEN term_count >= 5 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq5, 0)), 1e-6) - 0.5) END AS tf5,
+                           CASE WHEN term_count >= 6 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq6, 0)), 1e-6) - 0.5) END AS tf6,
+                           CASE WHEN term_count >= 7 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq7, 0)), 1e-6) - 0.5) END AS tf7,
+                           CASE WHEN term_count >= 8 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq8, 0)), 1e-6) - 0.5) END AS tf8
                 FROM matched AS m
                 OFFSET 0
             ),
             scored AS (
                 SELECT t.document_id, t.subject_id,
                        (
-                         CASE WHEN term_count >= 1 THEN COALESCE(idfs[1] * t.tf1 / (t.tf1 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 2 THEN COALESCE(idfs[2] * t.tf2 / (t.tf2 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 3 THEN COALESCE(idfs[3] * t.tf3 / (t.tf3 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 4 THEN COALESCE(idfs[4] * t.tf4 / (t.tf4 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 5 THEN COALESCE(idfs[5] * t.tf5 / (t.tf5 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 6 THEN COALESCE(idfs[6] * t.tf6 / (t.tf6 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 7 THEN COALESCE(idfs[7] * t.tf7 / (t.tf7 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 8 THEN COALESCE(idfs[8] * t.tf8 / (t.tf8 + t.norm), 0.0) ELSE 0.0 END
+                         CASE WHEN term_count >= 1 THEN COALESCE(tw1 * t.tf1 / (t.tf1 + t.norm), 0.0) ELSE 0.0 END
+                       + CASE WHEN term_count >= 2 THEN COALESCE(tw2 * t.tf2 / (t.tf2 + t.norm), 0.0) ELSE 0.0 END
+                       + CASE WHEN term_count >= 3 THEN COALESCE(tw3 * t.tf3 / (t.tf3 + t.norm), 0.0) ELSE 0.0 END
+                       + CASE WHEN term_count >= 4 THEN COALESCE(tw4 * t.tf4 / (t.tf4 + t.norm), 0.0) ELSE 0.0 END
+                       + CASE WHEN term_count >= 5 THEN COALESCE(tw5 * t.tf5 / (t.tf5 + t.norm), 0.0) ELSE 0.0 END
+                       + CASE WHEN term_count >= 6 THEN COALESCE(tw6 * t.tf6 / (t.tf6 + t.norm), 0.0) ELSE 0.0 END
+                       + CASE WHEN term_count >= 7 THEN COALESCE(tw7 * t.tf7 / (t.tf7 + t.norm), 0.0) ELSE 0.0 END
+                       + CASE WHEN term_count >= 8 THEN COALESCE(tw8 * t.tf8 / (t.tf8 + t.norm), 0.0) ELSE 0.0 END
                        )::double precision AS score
                 FROM term_frequencies AS t
             )
             SELECT 'fulltext'::text, r.document_id, r.subject_id,
-                   -- equal scores share a rank, so ties stay ties through fusion
+                   -- equal scores share a rank, so ties stay ties through fusion;
+                   -- ranked after the LIMIT (session 8): every row scoring more
+                   -- than a kept row is kept, so its rank is the same, and the
+                   -- sort keeps the top `cap` alone instead of ordering every
+                   -- candidate twice around a window over all of them
                    (pg_catalog.rank() OVER (ORDER BY r.score DESC))::integer,
                    r.score
-            FROM scored AS r
-            ORDER BY r.score DESC, r.subject_id
-            LIMIT cap;
+            FROM (SELECT s.document_id, s.subject_id, s.score
+                  FROM scored AS s
+                  ORDER BY s.score DESC, s.subject_id
+                  LIMIT cap) AS r
+            ORDER BY r.score DESC, r.subject_id;
     ELSE
         RETURN QUERY
             -- A larger team: the GIN passes.
-            WITH any_pass AS MATERIALIZED (
+            -- read once (by own_matched), so not materialised: its rows go
+            -- straight into own_matched's store, one tuplestore copy of each
+            -- candidate and its tsvector less (session 8)
+            WITH any_pass AS NOT MATERIALIZED (
                 SELECT d.document_id, d.subject_id, d.search_vector, d.source_group, d.sequence_number
                 FROM dm_private.search_documents AS d
                 WHERE scan_q IS NOT NULL
                   AND NOT small_team
                   -- the keys select exactly the team's documents holding one of
                   -- scan_q's lexemes (plus, on a prefix collision, another
-                  -- team's, which the team predicate drops); the team predicate
-                  -- and @@ are written so that no other index serves them (a
-                  -- BitmapAnd with the team's btree range would read every row
-                  -- of the team)
+                  -- team's, which the team predicate drops): within the team
+                  -- that is what @@ scan_q (an OR of those lexemes) tests, so
+                  -- the pass does not test it again on every row (session 8);
+                  -- the team predicate is written so that no other index
+                  -- serves it (a BitmapAnd with the team's btree range would
+                  -- read every row of the team)
                   AND dm_private.search_team_lexemes(d.team_id, d.search_vector) OPERATOR(pg_catalog.&&) scan_keys
                   AND (d.team_id = team) IS TRUE
-                  AND (d.search_vector @@ scan_q) IS TRUE
                   AND d.subject_kind = 'evidence'
                   AND d.is_recallable
                   AND d.owner_profile_id <> ALL (disabled)
@@ -1538,12 +1846,18 @@ BEGIN
                 FROM term_frequencies AS t
             )
             SELECT 'fulltext'::text, r.document_id, r.subject_id,
-                   -- equal scores share a rank, so ties stay ties through fusion
+                   -- equal scores share a rank, so ties stay ties through fusion;
+                   -- ranked after the LIMIT (session 8): every row scoring more
+                   -- than a kept row is kept, so its rank is the same, and the
+                   -- sort keeps the top `cap` alone instead of ordering every
+                   -- candidate twice around a window over all of them
                    (pg_catalog.rank() OVER (ORDER BY r.score DESC))::integer,
                    r.score
-            FROM scored AS r
-            ORDER BY r.score DESC, r.subject_id
-            LIMIT cap;
+            FROM (SELECT s.document_id, s.subject_id, s.score
+                  FROM scored AS s
+                  ORDER BY s.score DESC, s.subject_id
+                  LIMIT cap) AS r
+            ORDER BY r.score DESC, r.subject_id;
     END IF;
 END
 $$;
