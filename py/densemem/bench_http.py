@@ -209,6 +209,13 @@ def prepare(base_url: str, reuse: bool, progress: Any = print) -> tuple[str, str
                         "SELECT dm.ingest_evidence(%s, %s::jsonb)",
                         (issued.team_id, json.dumps(items[start : start + 500])),
                     )
+        # The service folds a team's BM25 statistic deltas after every write
+        # (routes.compact_statistics_after); this loader writes through SQL, so
+        # it folds them itself, or every recall would read ~6,000 pending
+        # deltas that a served team never has. Also on --reuse: a database
+        # loaded before this fold existed is brought to the same state.
+        with acting_as(conn, Principal(issued.team_id, issued.profile_id)) as cur:
+            cur.execute("SELECT dm.compact_search_statistics(%s)", (issued.team_id,))
     from densemem.embeddings.local import LocalProvider
     from densemem.embeddings.worker import EmbeddingWorker, WorkerOptions
 
