@@ -283,7 +283,12 @@ DECLARE
                                                  '|') || ')'
         FROM pg_catalog.unnest(query_lexemes) AS ql (lexeme)
         WHERE pg_catalog.length(ql.lexeme) >= 3);
-    scopes constant text [] := dm_private.authenticated_scopes();
+    -- dm_private.authenticated_scopes() written out (keep the two in step):
+    -- a SQL function with its own SET search_path runs its executor on
+    -- every call.
+    scopes constant text [] := COALESCE(pg_catalog.array_remove(pg_catalog.string_to_array(
+        pg_catalog.replace(COALESCE(pg_catalog.current_setting('densemem.scopes', true), ''), ' ', ''), ','), ''),
+        '{}'::text []);
 BEGIN
     IF checked_team IS DISTINCT FROM discovery_candidate_paths.team THEN
         RAISE EXCEPTION 'team_id does not match the authenticated team' USING ERRCODE = '42501';
