@@ -1106,4 +1106,3 @@ $$;
 COMMENT ON FUNCTION dm_private.team_predicates_updated() IS
 'Trigger (row, after UPDATE OF predicate on relationships when it changes): adds the new predicate when team_predicates does not hold it yet.';
 REVOKE ALL ON FUNCTION dm_private.team_predicates_updated() FROM PUBLIC;
-
