@@ -188,6 +188,107 @@ BEGIN
     -- index scans, the relationship join) the full statement starts on every
     -- call. Same rows: found loses only the empty vector_entities branch.
     IF active_contract IS NULL THEN
+        -- The common case (a positive trigram threshold, and lexemes that all
+        -- spell the same in a tsquery, or none): the same statement without
+        -- its two fallback lookups (the team's trigram lookup for a threshold
+        -- of 0 or less, the team's full-text lookup for a lexeme with a quote
+        -- or a backslash), which the statement below starts on every call
+        -- and runs on none of these. Same rows: every probe is an array when
+        -- the threshold is positive, so the first fallback is empty; the
+        -- second needs lexeme_keys NULL, which here means no lexeme at all,
+        -- when or_query is NULL and the full-text part is empty anyway.
+        IF trgm_limit > 0 AND (lexeme_keys IS NOT NULL OR or_query IS NULL) THEN
+            RETURN QUERY
+            WITH fuzzy AS (
+                -- Misspellings: trigram similarity per query word, bounded per word.
+                SELECT f.entity_id, 1.5 * f.sim AS score
+                FROM (
+                    -- The word's probe keys on entity_names_team_trigram_idx (0055):
+                    -- its trigrams, team-qualified as dm_private.entity_name_team_trigrams
+                    -- qualifies a name's. A name passes `%` only when it shares at
+                    -- least c = ceil(threshold x |word trigrams|) of them (similarity
+                    -- is shared / (word + name - shared) and the name has at least
+                    -- the shared ones), so it shares at least one of ANY |word| - c + 1
+                    -- of them: c - 1 keys may be left out. Left out are the word-start
+                    -- trigrams ("  p", " po"), which the most names share. The
+                    -- tolerance 0.001 keeps a float-rounded match in; a positive
+                    -- threshold needs at least one shared trigram (similarity 0
+                    -- never passes it). probe is NULL (the team's trigram lookup
+                    -- below) for a threshold of 0 or less, which every name passes.
+                    SELECT w.word,
+                           CASE WHEN trgm_limit > 0
+                           THEN ARRAY(
+                               SELECT pg_catalog.left(seed_team_id::text, 8) || t.trigram
+                               FROM pg_catalog.unnest(public.show_trgm(w.word)) AS t (trigram)
+                               ORDER BY CASE WHEN pg_catalog.starts_with(t.trigram, '  ') THEN 0
+                                             WHEN pg_catalog.starts_with(t.trigram, ' ') THEN 1
+                                             ELSE 2 END, t.trigram
+                               OFFSET GREATEST(pg_catalog.ceil(trgm_limit * pg_catalog.cardinality(public.show_trgm(w.word))
+                                                               - 0.001)::integer, 1) - 1)
+                           END AS probe
+                    FROM pg_catalog.unnest(fuzzy_words) AS w (word)
+                ) AS g
+                CROSS JOIN LATERAL (
+                    SELECT c.entity_id, public.similarity(c.normalized_name, g.word) AS sim
+                    FROM (
+                        -- GIN answers bitmap scans only, so the lookup meets the rows
+                        -- in heap order, and LIMIT 20 keeps the first 20 matches in
+                        -- heap order whatever the plan (the team and `%` are written
+                        -- so that no other index serves them: a btree range of the
+                        -- team would meet them in name order, and a BitmapAnd with
+                        -- entity_names_trgm_idx would decode the team's whole posting
+                        -- list again). This is what the former lookup on
+                        -- entity_names_trgm_idx kept whenever its plan was a bitmap
+                        -- scan, as on the bench.
+                        (SELECT n.entity_id, n.normalized_name
+                         FROM dm_private.entity_names AS n
+                         WHERE g.probe IS NOT NULL
+                           AND dm_private.entity_name_team_trigrams(n.team_id, n.normalized_name)
+                               OPERATOR(pg_catalog.&&) g.probe
+                           AND (n.team_id = seed_team_id) IS TRUE
+                           AND (n.normalized_name OPERATOR(public.%) g.word) IS TRUE
+                         LIMIT 20)
+                    ) AS c
+                    ORDER BY 2 DESC, c.entity_id
+                    LIMIT 3
+                ) AS f
+                WHERE f.sim >= 0.5
+            ),
+            fulltext AS (
+                -- Entity documents (canonical name, aliases, kind) sharing a lexeme with the query.
+                SELECT d.subject_id AS entity_id, 1.0 + LEAST(pg_catalog.ts_rank_cd(d.search_vector, or_query), 0.5) AS score
+                FROM (
+                    -- On search_documents_entity_team_lexemes_idx (0056): a document
+                    -- matching the OR query holds one of its lexemes, so the
+                    -- team-qualified lexemes are a complete probe. GIN answers bitmap
+                    -- scans only: either lookup meets the rows in heap order and
+                    -- LIMIT 50 keeps the same 50. The team and @@ are written so that
+                    -- no other index serves them. lexeme_keys is NULL when a lexeme
+                    -- holds a quote or a backslash (its tsquery spelling may differ):
+                    -- then the team's full-text lookup below.
+                    (SELECT sd.subject_id, sd.search_vector
+                     FROM dm_private.search_documents AS sd
+                     WHERE lexeme_keys IS NOT NULL
+                       AND dm_private.search_team_lexemes(sd.team_id, sd.search_vector) OPERATOR(pg_catalog.&&) lexeme_keys
+                       AND (sd.team_id = seed_team_id) IS TRUE
+                       AND (sd.search_vector OPERATOR(pg_catalog.@@) or_query) IS TRUE
+                       AND sd.subject_kind = 'entity'::dm_private.subject_kind
+                     LIMIT 50)
+                ) AS d
+                WHERE or_query IS NOT NULL
+            ),
+            found AS (
+                SELECT fuzzy.entity_id, fuzzy.score FROM fuzzy
+                UNION ALL SELECT fulltext.entity_id, fulltext.score FROM fulltext
+            )
+            SELECT found.entity_id, (pg_catalog.max(found.score) + 0.05 * (pg_catalog.count(*) - 1))::double precision
+            FROM found
+            JOIN dm_private.entities AS e ON e.team_id = seed_team_id AND e.entity_id = found.entity_id
+            GROUP BY found.entity_id
+            ORDER BY 2 DESC, found.entity_id
+            LIMIT seed_limit;
+            RETURN;
+        END IF;
         RETURN QUERY
         WITH fuzzy AS (
             -- Misspellings: trigram similarity per query word, bounded per word.
@@ -1005,4 +1106,3 @@ $$;
 COMMENT ON FUNCTION dm_private.team_predicates_updated() IS
 'Trigger (row, after UPDATE OF predicate on relationships when it changes): adds the new predicate when team_predicates does not hold it yet.';
 REVOKE ALL ON FUNCTION dm_private.team_predicates_updated() FROM PUBLIC;
-

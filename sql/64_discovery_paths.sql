@@ -283,19 +283,133 @@ DECLARE
                                                  '|') || ')'
         FROM pg_catalog.unnest(query_lexemes) AS ql (lexeme)
         WHERE pg_catalog.length(ql.lexeme) >= 3);
-    scopes constant text [] := dm_private.authenticated_scopes();
+    -- dm_private.authenticated_scopes() written out (keep the two in step):
+    -- a SQL function with its own SET search_path runs its executor on
+    -- every call.
+    scopes constant text [] := COALESCE(pg_catalog.array_remove(pg_catalog.string_to_array(
+        pg_catalog.replace(COALESCE(pg_catalog.current_setting('densemem.scopes', true), ''), ' ', ''), ','), ''),
+        '{}'::text []);
 BEGIN
     IF checked_team IS DISTINCT FROM discovery_candidate_paths.team THEN
         RAISE EXCEPTION 'team_id does not match the authenticated team' USING ERRCODE = '42501';
     END IF;
     RETURN QUERY
-    WITH walk AS MATERIALIZED (
-        SELECT w.*,
+    -- The walk from the seeds: dm_private.discovery_walk(team, seed_ids,
+    -- fan_out, max_depth, walk_edges, valid_at, known_at, hints,
+    -- predicate_allow, known_relationships, deadline) written out (keep the
+    -- two in step): the same index ranges in the same order and the same
+    -- edge cap, so the same edges, without a function call, its plan
+    -- start-up and two 15-column tuplestores per call. The team's inactive
+    -- profiles are the caller's inactive_owners (the same query as the
+    -- walk's own sub-select, which ran once per seed), a parameter rather
+    -- than a column carried through every row.
+    WITH RECURSIVE walk_steps (depth, relationship_id, from_entity_id, to_entity_id, parent_relationship_id,
+                         root_entity_id, outgoing, subject_entity_id, predicate, object_entity_id, object_value,
+                         polarity, owner_profile_id, semantic_group, parent_predicate, is_cycle) AS (
+        SELECT 0, NULL::uuid, NULL::uuid, s.entity_id, NULL::uuid, s.entity_id, NULL::boolean,
+               NULL::uuid, NULL::text, NULL::uuid, NULL::text, NULL::dm_private.relationship_polarity, NULL::uuid,
+               NULL::text, NULL::text, false
+        FROM (SELECT DISTINCT u.entity_id FROM pg_catalog.unnest(seed_ids) AS u (entity_id)
+              WHERE u.entity_id IS NOT NULL) AS s
+        UNION ALL
+        SELECT w.depth + 1, x.relationship_id, w.to_entity_id, x.next_entity_id, w.relationship_id,
+               w.root_entity_id, x.outgoing, x.subject_entity_id, x.predicate, x.object_entity_id, x.object_value,
+               x.polarity, x.owner_profile_id, x.semantic_group, w.predicate,
+               -- Cycle detection (the CYCLE clause written out): with at most
+               -- two hops a path is (root, entity expanded), so a row revisits
+               -- its path exactly when it reaches one of those two; a literal
+               -- object (NULL entity) never does.
+               COALESCE(x.next_entity_id = w.root_entity_id OR x.next_entity_id = w.to_entity_id, false)
+        FROM walk_steps AS w
+        CROSS JOIN LATERAL (
+            SELECT y.*
+            FROM (
+                (SELECT r.relationship_id, r.object_entity_id AS next_entity_id, true AS outgoing, 0 AS pass,
+                        r.subject_entity_id, r.predicate, r.object_entity_id, r.object_value, r.polarity,
+                        r.owner_profile_id, r.semantic_group
+                 FROM dm_private.relationships AS r
+                 WHERE r.team_id = team AND r.subject_entity_id = w.to_entity_id
+                   AND r.predicate = ANY(hints)
+                   AND r.status = 'active' AND r.tier IN ('validated_claim', 'fact')
+                   AND (predicate_allow IS NULL OR r.predicate = ANY(predicate_allow))
+                   AND (valid_at IS NULL OR ((r.valid_from IS NULL OR r.valid_from <= valid_at)
+                                             AND (r.valid_to IS NULL OR valid_at < r.valid_to)))
+                   AND (CASE WHEN known_at IS NULL THEN r.known_to IS NULL OR r.known_to > pg_catalog.now()
+                             ELSE r.known_from <= known_at AND (r.known_to IS NULL OR known_at < r.known_to) END)
+                   AND r.relationship_id <> ALL(known_relationships)
+                   AND r.owner_profile_id <> ALL(inactive_owners)
+                 LIMIT fan_out)
+                UNION ALL
+                (SELECT r.relationship_id, r.subject_entity_id AS next_entity_id, false AS outgoing, 0 AS pass,
+                        r.subject_entity_id, r.predicate, r.object_entity_id, r.object_value, r.polarity,
+                        r.owner_profile_id, r.semantic_group
+                 FROM dm_private.relationships AS r
+                 WHERE r.team_id = team AND r.object_entity_id = w.to_entity_id
+                   AND r.predicate = ANY(hints)
+                   AND r.status = 'active' AND r.tier IN ('validated_claim', 'fact')
+                   AND (predicate_allow IS NULL OR r.predicate = ANY(predicate_allow))
+                   AND (valid_at IS NULL OR ((r.valid_from IS NULL OR r.valid_from <= valid_at)
+                                             AND (r.valid_to IS NULL OR valid_at < r.valid_to)))
+                   AND (CASE WHEN known_at IS NULL THEN r.known_to IS NULL OR r.known_to > pg_catalog.now()
+                             ELSE r.known_from <= known_at AND (r.known_to IS NULL OR known_at < r.known_to) END)
+                   AND r.relationship_id <> ALL(known_relationships)
+                   AND r.owner_profile_id <> ALL(inactive_owners)
+                 LIMIT fan_out)
+                UNION ALL
+                (SELECT r.relationship_id, r.object_entity_id AS next_entity_id, true AS outgoing, 1 AS pass,
+                        r.subject_entity_id, r.predicate, r.object_entity_id, r.object_value, r.polarity,
+                        r.owner_profile_id, r.semantic_group
+                 FROM dm_private.relationships AS r
+                 WHERE r.team_id = team AND r.subject_entity_id = w.to_entity_id
+                   AND r.predicate <> ALL(hints)
+                   AND r.status = 'active' AND r.tier IN ('validated_claim', 'fact')
+                   AND (predicate_allow IS NULL OR r.predicate = ANY(predicate_allow))
+                   AND (valid_at IS NULL OR ((r.valid_from IS NULL OR r.valid_from <= valid_at)
+                                             AND (r.valid_to IS NULL OR valid_at < r.valid_to)))
+                   AND (CASE WHEN known_at IS NULL THEN r.known_to IS NULL OR r.known_to > pg_catalog.now()
+                             ELSE r.known_from <= known_at AND (r.known_to IS NULL OR known_at < r.known_to) END)
+                   AND r.relationship_id <> ALL(known_relationships)
+                   AND r.owner_profile_id <> ALL(inactive_owners)
+                 LIMIT fan_out)
+                UNION ALL
+                (SELECT r.relationship_id, r.subject_entity_id AS next_entity_id, false AS outgoing, 1 AS pass,
+                        r.subject_entity_id, r.predicate, r.object_entity_id, r.object_value, r.polarity,
+                        r.owner_profile_id, r.semantic_group
+                 FROM dm_private.relationships AS r
+                 WHERE r.team_id = team AND r.object_entity_id = w.to_entity_id
+                   AND r.predicate <> ALL(hints)
+                   AND r.status = 'active' AND r.tier IN ('validated_claim', 'fact')
+                   AND (predicate_allow IS NULL OR r.predicate = ANY(predicate_allow))
+                   AND (valid_at IS NULL OR ((r.valid_from IS NULL OR r.valid_from <= valid_at)
+                                             AND (r.valid_to IS NULL OR valid_at < r.valid_to)))
+                   AND (CASE WHEN known_at IS NULL THEN r.known_to IS NULL OR r.known_to > pg_catalog.now()
+                             ELSE r.known_from <= known_at AND (r.known_to IS NULL OR known_at < r.known_to) END)
+                   AND r.relationship_id <> ALL(known_relationships)
+                   AND r.owner_profile_id <> ALL(inactive_owners)
+                 LIMIT fan_out)
+            ) AS y
+            -- No sort: the Append runs its branches in order (hinted outgoing,
+            -- hinted incoming, outgoing, incoming) and LIMIT stops it as soon as
+            -- fan_out edges are found, so later branches of a hub are never read.
+            LIMIT fan_out
+        ) AS x
+        WHERE w.depth < LEAST(GREATEST(max_depth, 0), 2)
+          AND w.to_entity_id IS NOT NULL
+          AND (w.depth = 0 OR deadline IS NULL OR pg_catalog.clock_timestamp() < deadline)
+          AND NOT w.is_cycle
+    ),
+    walk AS MATERIALIZED (
+        SELECT w.depth, w.relationship_id, w.parent_relationship_id, w.root_entity_id, w.subject_entity_id,
+               w.predicate, w.object_entity_id, w.object_value, w.polarity, w.owner_profile_id, w.semantic_group,
                COALESCE(w.predicate = ANY(hints) OR w.predicate OPERATOR(pg_catalog.~) hit_pattern, false) AS hit,
                COALESCE(w.parent_predicate = ANY(hints) OR w.parent_predicate OPERATOR(pg_catalog.~) hit_pattern,
                         false) AS parent_hit
-        FROM dm_private.discovery_walk(team, seed_ids, fan_out, max_depth, walk_edges, valid_at, known_at,
-                                       hints, predicate_allow, known_relationships, deadline) AS w
+        FROM (SELECT ws.depth, ws.relationship_id, ws.parent_relationship_id, ws.root_entity_id,
+                     ws.subject_entity_id, ws.predicate, ws.object_entity_id, ws.object_value, ws.polarity,
+                     ws.owner_profile_id, ws.semantic_group, ws.parent_predicate
+              FROM walk_steps AS ws
+              WHERE ws.depth > 0 AND NOT ws.is_cycle
+              LIMIT GREATEST(walk_edges, 0)) AS w
     ),
     cheap_paths AS (
         SELECT ARRAY[w.relationship_id] AS relationship_ids, w.root_entity_id,
