@@ -226,13 +226,21 @@ BEGIN
     -- one-lexeme tsqueries and (k1 + 1) * idf, at most 24 (the scorer below is
     -- unrolled; the commonest lexemes of a longer query weigh least). The
     -- scan query ORs the rarest while their frequencies fit the budget.
-    -- The team totals are read once, as the outer side of a left join to the
-    -- held lexemes (one row when none is held), and the weights and shares
-    -- are computed in the aggregate from that row: no CTE scan of the totals
-    -- per use, and the number of query lexemes is the length of the query's
-    -- tsvector (its distinct lexemes), not a count over the terms (session 8:
-    -- three init plans and a CTE read fewer per call; same values).
-    WITH terms AS MATERIALIZED (
+    WITH totals AS (
+        -- one read of the team's row and one of its pending totals (the
+        -- same sums, typed as the scalar subqueries they replace)
+        SELECT GREATEST(COALESCE(s.document_count, 0) + COALESCE(p.document_delta, 0), 1)::double precision
+                   AS documents,
+               COALESCE(s.total_length, 0) + COALESCE(p.length_delta, 0)::double precision AS total_length
+        FROM (SELECT pg_catalog.sum(d.document_delta) AS document_delta,
+                     pg_catalog.sum(d.length_delta) AS length_delta
+              FROM dm_private.search_statistics_deltas AS d
+              WHERE d.team_id = team AND d.lexeme IS NULL) AS p
+        LEFT JOIN dm_private.search_team_statistics AS s ON s.team_id = team
+    ),
+    -- (materialized: read once now, it would otherwise be inlined and each
+    -- lexeme's two probes run twice, for the df > 0 test and the value)
+    terms AS MATERIALIZED (
         -- the compacted count by one primary-key probe per query lexeme (a
         -- scalar subquery, at most one row), never a join the generic plan
         -- may turn into a read of every compacted row of the team (it did
@@ -250,30 +258,33 @@ BEGIN
                AS q,
                -- its key in search_documents_team_lexemes_idx (migration 0025)
                pg_catalog.left(team::text, 8) || t.lexeme AS team_key,
+               (k1 + 1.0) * pg_catalog.ln(1.0 + (x.documents - t.df + 0.5) / (t.df + 0.5)) AS weight,
                t.df,
+               x.documents,
                pg_catalog.row_number() OVER (ORDER BY t.df, t.lexeme) AS position,
                pg_catalog.sum(t.df) OVER (ORDER BY t.df, t.lexeme) AS running_df
-        FROM terms AS t
+        FROM terms AS t CROSS JOIN totals AS x
         WHERE t.df > 0
     )
     SELECT pg_catalog.array_agg(o.q ORDER BY o.position) FILTER (WHERE o.position <= 24),
-           pg_catalog.array_agg(GREATEST((k1 + 1.0) * pg_catalog.ln(1.0 + (x.documents - o.df + 0.5) / (o.df + 0.5)),
-                                         0.0)::double precision ORDER BY o.position)
+           pg_catalog.array_agg(GREATEST(o.weight, 0.0)::double precision ORDER BY o.position)
                FILTER (WHERE o.position <= 24),
            pg_catalog.string_agg(o.q::text, ' | ' ORDER BY o.position)
                FILTER (WHERE o.position = 1 OR o.running_df <= budget)::tsquery,
            pg_catalog.array_agg(o.team_key ORDER BY o.position)
                FILTER (WHERE o.position = 1 OR o.running_df <= budget),
-           GREATEST(pg_catalog.min(x.total_length) / pg_catalog.min(x.documents), 1.0),
+           (SELECT GREATEST(x.total_length / x.documents, 1.0) FROM totals AS x),
            pg_catalog.min(o.df),
+           -- the query's distinct lexemes: its tsvector's length (not a count
+           -- over the terms: an aggregate node less to start per call)
            pg_catalog.length(query_vector),
-           pg_catalog.min(x.documents),
+           (SELECT x.documents FROM totals AS x),
            -- for the dense passes: the scan query's document frequencies, and
            -- the query lexemes some document holds with the log of the product
            -- of their shares of the team's documents
            pg_catalog.sum(o.df) FILTER (WHERE o.position = 1 OR o.running_df <= budget),
-           pg_catalog.count(o.q),
-           pg_catalog.sum(pg_catalog.ln(o.df / x.documents)),
+           pg_catalog.count(*),
+           pg_catalog.sum(pg_catalog.ln(o.df / o.documents)),
            ARRAY(SELECT p.profile_id FROM dm_private.profiles AS p
                  WHERE p.team_id = team AND p.state <> 'active'),
            -- any grouped evidence document, recallable or not (a superset of
@@ -283,19 +294,7 @@ BEGIN
                        WHERE g.team_id = team AND g.subject_kind = 'evidence' AND g.source_group IS NOT NULL)
     INTO term_queries, idfs, scan_q, scan_keys, average_length, rarest_df, query_lexemes, team_documents,
          scan_df, held_lexemes, log_share, disabled, grouped
-    FROM (
-        -- one read of the team's row and one of its pending totals (the
-        -- same sums, typed as the scalar subqueries they replace)
-        SELECT GREATEST(COALESCE(s.document_count, 0) + COALESCE(p.document_delta, 0), 1)::double precision
-                   AS documents,
-               COALESCE(s.total_length, 0) + COALESCE(p.length_delta, 0)::double precision AS total_length
-        FROM (SELECT pg_catalog.sum(d.document_delta) AS document_delta,
-                     pg_catalog.sum(d.length_delta) AS length_delta
-              FROM dm_private.search_statistics_deltas AS d
-              WHERE d.team_id = team AND d.lexeme IS NULL) AS p
-        LEFT JOIN dm_private.search_team_statistics AS s ON s.team_id = team
-    ) AS x
-    LEFT JOIN ordered AS o ON true;
+    FROM ordered AS o;
     term_count := COALESCE(pg_catalog.cardinality(term_queries), 0);
     -- The any-term pass (as recall_tsqueries' any_terms): only with or_terms,
     -- at least two query lexemes and no exclusion, which an OR would let back in.
