@@ -147,6 +147,9 @@ DECLARE
     -- heap rows worth one posting entry, for the choice of dense passes below
     dense_factor double precision;
     all_q tsquery;
+    -- the query's lexemes (read by the statistics statement: its terms, and
+    -- their number as the tsvector's length)
+    query_vector tsvector;
     query_lexemes integer;
     scan_q tsquery;
     scan_keys text [];
@@ -201,6 +204,7 @@ BEGIN
         RETURN;
     END IF;
     all_text := all_q::text;
+    query_vector := pg_catalog.to_tsvector(config, COALESCE(query, ''));
     -- List filters, read only when given (the normalised request holds
     -- empty arrays otherwise, and an empty list is no filter: NULL here);
     -- the IF is an expression, the ARRAY a statement run only when needed.
@@ -233,7 +237,9 @@ BEGIN
               WHERE d.team_id = team AND d.lexeme IS NULL) AS p
         LEFT JOIN dm_private.search_team_statistics AS s ON s.team_id = team
     ),
-    terms AS (
+    -- (materialized: read once now, it would otherwise be inlined and each
+    -- lexeme's two probes run twice, for the df > 0 test and the value)
+    terms AS MATERIALIZED (
         -- the compacted count by one primary-key probe per query lexeme (a
         -- scalar subquery, at most one row), never a join the generic plan
         -- may turn into a read of every compacted row of the team (it did
@@ -244,7 +250,7 @@ BEGIN
                          WHERE s.team_id = team AND s.lexeme = l.lexeme), 0)
                + COALESCE((SELECT pg_catalog.sum(d.document_delta) FROM dm_private.search_statistics_deltas AS d
                            WHERE d.team_id = team AND d.lexeme = l.lexeme), 0) AS df
-        FROM pg_catalog.unnest(pg_catalog.to_tsvector(config, COALESCE(query, ''))) AS l
+        FROM pg_catalog.unnest(query_vector) AS l
     ),
     ordered AS (
         SELECT ('''' || pg_catalog.replace(pg_catalog.replace(t.lexeme, '\', '\\'), '''', '''''') || '''')::tsquery
@@ -267,7 +273,9 @@ BEGIN
            pg_catalog.array_agg(o.team_key ORDER BY o.position)
                FILTER (WHERE o.position = 1 OR o.running_df <= budget),
            (SELECT GREATEST(x.total_length / x.documents, 1.0) FROM totals AS x),
-           (SELECT pg_catalog.count(*) FROM terms),
+           -- the query's distinct lexemes: its tsvector's length (not a count
+           -- over the terms: an aggregate node less to start per call)
+           pg_catalog.length(query_vector),
            (SELECT x.documents FROM totals AS x),
            -- for the dense passes: the scan query's document frequencies, and
            -- the query lexemes some document holds with the log of the product
