@@ -18,5 +18,5 @@ ALTER TABLE dm_private.ranking_profiles SET (toast_tuple_target = 8160);
 -- Rewrite the rows stored so far (compressed) as plain values: `|| '{}'`
 -- returns the same jsonb, decompressed, which is then stored as it is.
 UPDATE dm_private.ranking_profiles
-SET settings = settings OPERATOR(pg_catalog.||) '{}'::jsonb
+SET settings = settings || '{}'::jsonb
 WHERE pg_catalog.pg_column_compression(settings) IS NOT NULL;
