@@ -161,6 +161,11 @@ DECLARE
     all_text text;
     keyed boolean;
     scan_df numeric;
+    -- the held lexemes' frequencies and index keys, rarest first, and how
+    -- many of them the scan query ORs
+    term_dfs numeric [];
+    term_keys text [];
+    scan_n integer;
     held_lexemes integer;
     log_share double precision;
     any_dense boolean := false;
@@ -252,37 +257,30 @@ BEGIN
                            WHERE d.team_id = team AND d.lexeme = l.lexeme), 0) AS df
         FROM pg_catalog.unnest(query_vector) AS l
     ),
-    ordered AS (
-        SELECT ('''' || pg_catalog.replace(pg_catalog.replace(t.lexeme, '\', '\\'), '''', '''''') || '''')::tsquery
-               AS q,
-               -- its key in search_documents_team_lexemes_idx (migration 0025)
-               pg_catalog.left(team::text, 8) || t.lexeme AS team_key,
-               (k1 + 1.0) * pg_catalog.ln(1.0 + (x.documents - t.df + 0.5) / (t.df + 0.5)) AS weight,
-               t.df,
-               x.documents,
-               pg_catalog.row_number() OVER (ORDER BY t.df, t.lexeme) AS position,
-               pg_catalog.sum(t.df) OVER (ORDER BY t.df, t.lexeme) AS running_df
-        FROM terms AS t CROSS JOIN totals AS x
-        WHERE t.df > 0
+    -- the query lexemes some recallable document holds, rarest first (ties
+    -- by lexeme): every aggregate reads them in that one order (one sort),
+    -- and the running sums, positions and the scan's prefix are taken from
+    -- these arrays below, not by a window and filtered aggregates in the
+    -- statement (session 9: a window node, a second sort and four
+    -- aggregates less to start and run per call)
+    held AS (
+        SELECT t.lexeme, t.df FROM terms AS t WHERE t.df > 0
     )
-    SELECT pg_catalog.array_agg(o.q ORDER BY o.position) FILTER (WHERE o.position <= 24),
-           pg_catalog.array_agg(GREATEST(o.weight, 0.0)::double precision ORDER BY o.position)
-               FILTER (WHERE o.position <= 24),
-           pg_catalog.string_agg(o.q::text, ' | ' ORDER BY o.position)
-               FILTER (WHERE o.position = 1 OR o.running_df <= budget)::tsquery,
-           pg_catalog.array_agg(o.team_key ORDER BY o.position)
-               FILTER (WHERE o.position = 1 OR o.running_df <= budget),
+    SELECT pg_catalog.array_agg(('''' || pg_catalog.replace(pg_catalog.replace(h.lexeme, '\', '\\'), '''', '''''')
+                                 || '''')::tsquery ORDER BY h.df, h.lexeme),
+           pg_catalog.array_agg(GREATEST((k1 + 1.0) * pg_catalog.ln(1.0 + (x.documents - h.df + 0.5) / (h.df + 0.5)),
+                                         0.0)::double precision ORDER BY h.df, h.lexeme),
+           pg_catalog.array_agg(h.df ORDER BY h.df, h.lexeme),
+           -- each lexeme's key in search_documents_team_lexemes_idx (migration 0025)
+           pg_catalog.array_agg(pg_catalog.left(team::text, 8) || h.lexeme ORDER BY h.df, h.lexeme),
            (SELECT GREATEST(x.total_length / x.documents, 1.0) FROM totals AS x),
            -- the query's distinct lexemes: its tsvector's length (not a count
            -- over the terms: an aggregate node less to start per call)
            pg_catalog.length(query_vector),
            (SELECT x.documents FROM totals AS x),
-           -- for the dense passes: the scan query's document frequencies, and
-           -- the query lexemes some document holds with the log of the product
-           -- of their shares of the team's documents
-           pg_catalog.sum(o.df) FILTER (WHERE o.position = 1 OR o.running_df <= budget),
-           pg_catalog.count(*),
-           pg_catalog.sum(pg_catalog.ln(o.df / o.documents)),
+           -- for the dense passes: the log of the product of the held
+           -- lexemes' shares of the team's documents
+           pg_catalog.sum(pg_catalog.ln(h.df / x.documents)),
            ARRAY(SELECT p.profile_id FROM dm_private.profiles AS p
                  WHERE p.team_id = team AND p.state <> 'active'),
            -- any grouped evidence document, recallable or not (a superset of
@@ -290,9 +288,30 @@ BEGIN
            context_radius > 0
            AND EXISTS (SELECT FROM dm_private.search_documents AS g
                        WHERE g.team_id = team AND g.subject_kind = 'evidence' AND g.source_group IS NOT NULL)
-    INTO term_queries, idfs, scan_q, scan_keys, average_length, query_lexemes, team_documents,
-         scan_df, held_lexemes, log_share, disabled, grouped
-    FROM ordered AS o;
+    INTO term_queries, idfs, term_dfs, term_keys, average_length, query_lexemes, team_documents,
+         log_share, disabled, grouped
+    FROM held AS h CROSS JOIN totals AS x;
+    -- The query lexemes some document holds, and the scan query: the rarest
+    -- (always) and the next ones while their frequencies, summed rarest
+    -- first, stay within the budget (frequencies are positive, so that is a
+    -- prefix: the statement's former "position = 1 OR running_df <= budget").
+    held_lexemes := COALESCE(pg_catalog.cardinality(term_dfs), 0);
+    IF held_lexemes > 0 THEN
+        scan_n := 1;
+        scan_df := term_dfs[1];
+        WHILE scan_n < held_lexemes AND scan_df + term_dfs[scan_n + 1] <= budget LOOP
+            scan_n := scan_n + 1;
+            scan_df := scan_df + term_dfs[scan_n];
+        END LOOP;
+        scan_q := pg_catalog.array_to_string(term_queries[1:scan_n], ' | ')::tsquery;
+        scan_keys := term_keys[1:scan_n];
+        -- the scorer is unrolled to 24: the commonest lexemes of a longer
+        -- query weigh least
+        IF held_lexemes > 24 THEN
+            term_queries := term_queries[1:24];
+            idfs := idfs[1:24];
+        END IF;
+    END IF;
     term_count := COALESCE(pg_catalog.cardinality(term_queries), 0);
     -- The any-term pass (as recall_tsqueries' any_terms): only with or_terms,
     -- at least two query lexemes and no exclusion, which an OR would let back in.
@@ -1078,29 +1097,43 @@ BEGIN
                   ORDER BY s.score DESC, s.subject_id
                   LIMIT cap) AS r
             ORDER BY r.score DESC, r.subject_id;
-    ELSIF term_count <= 8 AND NOT grouped AND NOT all_pass_needed THEN
+    ELSIF term_count <= 4 AND NOT grouped AND NOT all_pass_needed THEN
         RETURN QUERY
-            -- A larger team: the any-term GIN pass alone, without the exchange
-            -- context (as the next statement), when the all-terms pass is not
-            -- needed: the any-term pass then holds every all-terms match, the
-            -- next statement's all_pass is empty and own_matched is any_pass.
-            -- Its own statement (session 8), so that these calls (most) do not
-            -- initialise the all-terms scans and the anti-join.
-            -- read once (by term_frequencies): not materialised
+            -- The next statement with the scorer unrolled to 4 query lexemes
+            -- (session 9): most bench queries have 2-4. Executor start-up
+            -- compiles every unrolled term whether it is used or not; the
+            -- left-out terms 5-8 would add +0.0 (scores are never -0.0), so
+            -- the sums are the same bits.
+            -- The any-term pass computes each candidate's term frequencies
+            -- and length norm as it reads the row (session 9): the scan node
+            -- projects them, so no subquery layer between the pass's LIMIT
+            -- and the scorer copies every candidate and its tsvector again
+            -- (the LIMIT stops the scan, so no row beyond the budget is
+            -- scored). The pass's one-time filter (scan_q present, not a
+            -- small team) is what this branch of the IF already holds, so
+            -- the statement does not test it: no Result node per row.
+            -- ts_rank of a one-lexeme query with unit weights is
+            -- sum(1/i^2, i = 1..tf) / (pi^2/6), so tf is recovered from the
+            -- remainder of that series (about 1/(tf + 0.5)): one binary search
+            -- in the tsvector per query lexeme, unrolled (a per-row subquery
+            -- over the lexemes costs five times as much).
             WITH any_pass AS NOT MATERIALIZED (
-                SELECT d.document_id, d.subject_id, d.search_vector, d.source_group, d.sequence_number
+                SELECT d.document_id, d.subject_id,
+                       k1 * (1.0 - b + b * pg_catalog.length(d.search_vector) / average_length) AS norm,
+                       CASE WHEN term_count >= 1 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq1, 0)), 1e-6) - 0.5) END AS tf1,
+                       CASE WHEN term_count >= 2 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq2, 0)), 1e-6) - 0.5) END AS tf2,
+                       CASE WHEN term_count >= 3 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq3, 0)), 1e-6) - 0.5) END AS tf3,
+                       CASE WHEN term_count >= 4 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq4, 0)), 1e-6) - 0.5) END AS tf4
                 FROM dm_private.search_documents AS d
-                WHERE scan_q IS NOT NULL
-                  AND NOT small_team
-                  -- the keys select exactly the team's documents holding one of
-                  -- scan_q's lexemes (plus, on a prefix collision, another
-                  -- team's, which the team predicate drops): within the team
-                  -- that is what @@ scan_q (an OR of those lexemes) tests, so
-                  -- the pass does not test it again on every row (session 8);
-                  -- the team predicate is written so that no other index
-                  -- serves it (a BitmapAnd with the team's btree range would
-                  -- read every row of the team)
-                  AND dm_private.search_team_lexemes(d.team_id, d.search_vector) OPERATOR(pg_catalog.&&) scan_keys
+                -- the keys select exactly the team's documents holding one of
+                -- scan_q's lexemes (plus, on a prefix collision, another
+                -- team's, which the team predicate drops): within the team
+                -- that is what @@ scan_q (an OR of those lexemes) tests, so
+                -- the pass does not test it again on every row (session 8);
+                -- the team predicate is written so that no other index
+                -- serves it (a BitmapAnd with the team's btree range would
+                -- read every row of the team)
+                WHERE dm_private.search_team_lexemes(d.team_id, d.search_vector) OPERATOR(pg_catalog.&&) scan_keys
                   AND (d.team_id = team) IS TRUE
                   AND d.subject_kind = 'evidence'
                   AND d.is_recallable
@@ -1120,25 +1153,89 @@ BEGIN
                   AND d.subject_id <> ALL (known_ids)
                 LIMIT budget
             ),
-            term_frequencies AS (
-                -- ts_rank of a one-lexeme query with unit weights is
-                -- sum(1/i^2, i = 1..tf) / (pi^2/6), so tf is recovered from the
-                -- remainder of that series (about 1/(tf + 0.5)): one binary search
-                -- in the tsvector per query lexeme, unrolled (a per-row subquery
-                -- over the lexemes costs five times as much). OFFSET 0 keeps each
-                -- tf computed once.
-                SELECT m.document_id, m.subject_id,
-                       k1 * (1.0 - b + b * pg_catalog.length(m.search_vector) / average_length) AS norm,
-                           CASE WHEN term_count >= 1 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq1, 0)), 1e-6) - 0.5) END AS tf1,
-                           CASE WHEN term_count >= 2 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq2, 0)), 1e-6) - 0.5) END AS tf2,
-                           CASE WHEN term_count >= 3 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq3, 0)), 1e-6) - 0.5) END AS tf3,
-                           CASE WHEN term_count >= 4 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq4, 0)), 1e-6) - 0.5) END AS tf4,
-                           CASE WHEN term_count >= 5 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq5, 0)), 1e-6) - 0.5) END AS tf5,
-                           CASE WHEN term_count >= 6 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq6, 0)), 1e-6) - 0.5) END AS tf6,
-                           CASE WHEN term_count >= 7 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq7, 0)), 1e-6) - 0.5) END AS tf7,
-                           CASE WHEN term_count >= 8 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq8, 0)), 1e-6) - 0.5) END AS tf8
-                FROM any_pass AS m
-                OFFSET 0
+            scored AS (
+                SELECT t.document_id, t.subject_id,
+                       (
+                         CASE WHEN term_count >= 1 THEN COALESCE(tw1 * t.tf1 / (t.tf1 + t.norm), 0.0) ELSE 0.0 END
+                       + CASE WHEN term_count >= 2 THEN COALESCE(tw2 * t.tf2 / (t.tf2 + t.norm), 0.0) ELSE 0.0 END
+                       + CASE WHEN term_count >= 3 THEN COALESCE(tw3 * t.tf3 / (t.tf3 + t.norm), 0.0) ELSE 0.0 END
+                       + CASE WHEN term_count >= 4 THEN COALESCE(tw4 * t.tf4 / (t.tf4 + t.norm), 0.0) ELSE 0.0 END
+                       )::double precision AS score
+                FROM any_pass AS t
+            )
+            SELECT 'fulltext'::text, r.document_id, r.subject_id,
+                   -- equal scores share a rank, so ties stay ties through fusion;
+                   -- ranked after the LIMIT (session 8): every row scoring more
+                   -- than a kept row is kept, so its rank is the same, and the
+                   -- sort keeps the top `cap` alone instead of ordering every
+                   -- candidate twice around a window over all of them
+                   (pg_catalog.rank() OVER (ORDER BY r.score DESC))::integer,
+                   r.score
+            FROM (SELECT s.document_id, s.subject_id, s.score
+                  FROM scored AS s
+                  ORDER BY s.score DESC, s.subject_id
+                  LIMIT cap) AS r
+            ORDER BY r.score DESC, r.subject_id;
+    ELSIF term_count <= 8 AND NOT grouped AND NOT all_pass_needed THEN
+        RETURN QUERY
+            -- A larger team: the any-term GIN pass alone, without the exchange
+            -- context (as the next statement), when the all-terms pass is not
+            -- needed: the any-term pass then holds every all-terms match, the
+            -- next statement's all_pass is empty and own_matched is any_pass.
+            -- Its own statement (session 8), so that these calls (most) do not
+            -- initialise the all-terms scans and the anti-join.
+            -- The any-term pass computes each candidate's term frequencies
+            -- and length norm as it reads the row (session 9): the scan node
+            -- projects them, so no subquery layer between the pass's LIMIT
+            -- and the scorer copies every candidate and its tsvector again
+            -- (the LIMIT stops the scan, so no row beyond the budget is
+            -- scored). The pass's one-time filter (scan_q present, not a
+            -- small team) is what this branch of the IF already holds, so
+            -- the statement does not test it: no Result node per row.
+            -- ts_rank of a one-lexeme query with unit weights is
+            -- sum(1/i^2, i = 1..tf) / (pi^2/6), so tf is recovered from the
+            -- remainder of that series (about 1/(tf + 0.5)): one binary search
+            -- in the tsvector per query lexeme, unrolled (a per-row subquery
+            -- over the lexemes costs five times as much).
+            WITH any_pass AS NOT MATERIALIZED (
+                SELECT d.document_id, d.subject_id,
+                       k1 * (1.0 - b + b * pg_catalog.length(d.search_vector) / average_length) AS norm,
+                       CASE WHEN term_count >= 1 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq1, 0)), 1e-6) - 0.5) END AS tf1,
+                       CASE WHEN term_count >= 2 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq2, 0)), 1e-6) - 0.5) END AS tf2,
+                       CASE WHEN term_count >= 3 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq3, 0)), 1e-6) - 0.5) END AS tf3,
+                       CASE WHEN term_count >= 4 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq4, 0)), 1e-6) - 0.5) END AS tf4,
+                       CASE WHEN term_count >= 5 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq5, 0)), 1e-6) - 0.5) END AS tf5,
+                       CASE WHEN term_count >= 6 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq6, 0)), 1e-6) - 0.5) END AS tf6,
+                       CASE WHEN term_count >= 7 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq7, 0)), 1e-6) - 0.5) END AS tf7,
+                       CASE WHEN term_count >= 8 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq8, 0)), 1e-6) - 0.5) END AS tf8
+                FROM dm_private.search_documents AS d
+                -- the keys select exactly the team's documents holding one of
+                -- scan_q's lexemes (plus, on a prefix collision, another
+                -- team's, which the team predicate drops): within the team
+                -- that is what @@ scan_q (an OR of those lexemes) tests, so
+                -- the pass does not test it again on every row (session 8);
+                -- the team predicate is written so that no other index
+                -- serves it (a BitmapAnd with the team's btree range would
+                -- read every row of the team)
+                WHERE dm_private.search_team_lexemes(d.team_id, d.search_vector) OPERATOR(pg_catalog.&&) scan_keys
+                  AND (d.team_id = team) IS TRUE
+                  AND d.subject_kind = 'evidence'
+                  AND d.is_recallable
+                  AND d.owner_profile_id <> ALL (disabled)
+                  AND (d.valid_from IS NULL OR d.valid_from <= valid_at)
+                  AND (d.valid_to IS NULL OR d.valid_to > valid_at)
+                  AND (d.known_from IS NULL OR d.known_from <= known_at)
+                  AND (d.known_to IS NULL OR d.known_to > known_at)
+                  AND d.policy_labels <@ scopes
+                  AND (source_groups IS NULL OR d.source_group = ANY (source_groups))
+                  AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
+                  AND (created_after IS NULL OR d.source_created_at >= created_after)
+                  AND (created_before IS NULL OR d.source_created_at < created_before)
+                  AND (NOT has_window OR (d.source_created_at IS NOT NULL
+                                          AND (window_from IS NULL OR d.source_created_at >= window_from)
+                                          AND (window_to IS NULL OR d.source_created_at <= window_to)))
+                  AND d.subject_id <> ALL (known_ids)
+                LIMIT budget
             ),
             scored AS (
                 SELECT t.document_id, t.subject_id,
@@ -1152,7 +1249,7 @@ BEGIN
                        + CASE WHEN term_count >= 7 THEN COALESCE(tw7 * t.tf7 / (t.tf7 + t.norm), 0.0) ELSE 0.0 END
                        + CASE WHEN term_count >= 8 THEN COALESCE(tw8 * t.tf8 / (t.tf8 + t.norm), 0.0) ELSE 0.0 END
                        )::double precision AS score
-                FROM term_frequencies AS t
+                FROM any_pass AS t
             )
             SELECT 'fulltext'::text, r.document_id, r.subject_id,
                    -- equal scores share a rank, so ties stay ties through fusion;

@@ -1,7 +1,8 @@
 """The full-text branch's statement without exchange context (sql/35, session 8).
 
 A team none of whose evidence documents has a source group, or a profile with
-context_radius 0, runs the 8-lexeme GIN passes in a statement of their own,
+context_radius 0, runs the 8-lexeme GIN passes in a statement of their own
+(the any-term pass alone in statements unrolled to 4 and to 8 lexemes),
 without the exchange-context CTEs (no candidate could have context). The same
 team with one grouped evidence document that is not recallable (quarantined:
 it neither counts in the statistics nor becomes a candidate or a neighbour)
@@ -28,6 +29,11 @@ QUERIES = (
     "invoice or hiring",
     '"paid in autumn" invoice',
     "summer receipt meeting notes hiring campaign spring",
+    # session 9: the any-term statements unrolled to 4 and to 8 lexemes at
+    # their edges (4 and 5 held lexemes), and a query lexeme no document holds
+    "invoice campaign paid spring",
+    "invoice campaign paid spring hiring",
+    "invoice zebra",
 )
 
 
