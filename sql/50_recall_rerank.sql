@@ -170,6 +170,7 @@ DECLARE
     rank_of integer [];
     value_of double precision [];
     picked_count integer := 0;
+    target integer;
     i integer;
     j integer;
     s double precision;
@@ -325,7 +326,7 @@ BEGIN
                        CASE WHEN mix_content > 0
                             THEN LEAST(1.0, pg_catalog.length(x.search_vector) / content_pivot) ELSE 0 END AS content,
                        pg_catalog.octet_length(x.body) AS body_bytes,
-                       pg_catalog.hashtextextended(x.body, 0) AS body_hash,
+                       x.body,  -- hashed after the pool's cut (below)
                        CASE WHEN with_rows THEN pg_catalog.md5(x.body) END AS body_key
                 FROM pg_catalog.unnest(fused) AS f
                 JOIN dm_private.search_documents AS x
@@ -369,11 +370,15 @@ BEGIN
                             ELSE 0 END::double precision AS proximity,
                        LEAST(1.0, GREATEST(0.0, a.confidence)) AS confidence,
                        COALESCE(NULL::double precision, 0) AS support,
-                       a.phrase,
-                       a.exact_terms,
+                       -- shown only in the scored rows: without them, not
+                       -- evaluated a second time (anchored is inlined here, so
+                       -- a.phrase and a.exact_terms are their expressions, and
+                       -- relevance above already evaluated them once)
+                       CASE WHEN with_rows THEN a.phrase END AS phrase,
+                       CASE WHEN with_rows THEN a.exact_terms END AS exact_terms,
                        COALESCE(NULL::double precision, 0.0) AS temporal,
                        a.body_bytes,
-                       a.body_hash,
+                       a.body,
                        a.body_key
                 FROM anchored AS a
                 -- OFFSET 0 keeps this a subquery of its own: pulled up, each
@@ -385,7 +390,7 @@ BEGIN
                 -- MMR read, and the other signals packed in one value, only when the
                 -- scored rows are returned (score and score_rank are set afterwards)
                 SELECT s.document_id, s.evidence_id, s.source_group, s.sequence_number,
-                       s.document_version, s.source_version, s.body_hash, s.relevance,
+                       s.document_version, s.source_version, s.body, s.relevance,
                        w_rel * s.relevance + w_rec * s.recency + w_imp * s.importance + w_frq * s.frequency
                        + w_prx * s.proximity + w_conf * s.confidence
                        + w_support * s.support * s.relevance
@@ -431,8 +436,13 @@ BEGIN
                 FROM scored_rows AS s
                 WHERE s.source_group IS NOT NULL AND s.sequence_number IS NOT NULL
             )
+            -- the duplicate key MMR compares, hashtextextended(body, 0), of
+            -- the rows leaving the sort only (without the scored rows, the
+            -- pool: MMR reads no other; session 9: hashed in the probe, all
+            -- 100 bodies were hashed for the 20 or 30 MMR reads)
             SELECT pg_catalog.array_agg(o.evidence_id), pg_catalog.array_agg(o.document_id),
-                   pg_catalog.array_agg(o.final_score::double precision), pg_catalog.array_agg(o.body_hash),
+                   pg_catalog.array_agg(o.final_score::double precision),
+                   pg_catalog.array_agg(pg_catalog.hashtextextended(o.body, 0)),
                    pg_catalog.array_agg(o.document_version), pg_catalog.array_agg(o.source_version),
                    pg_catalog.array_agg(o.detail) FILTER (WHERE with_rows)
             INTO ids, doc_ids, scores, keys, doc_versions, source_versions, scored
@@ -440,7 +450,7 @@ BEGIN
                 -- in score order (ties by evidence_id); an aggregate over an ordered
                 -- subquery with nothing between keeps that order. Without the scored
                 -- rows, only the pool leaves the sort (a bounded sort).
-                SELECT l.evidence_id, l.document_id, l.final_score, l.body_hash, l.document_version,
+                SELECT l.evidence_id, l.document_id, l.final_score, l.body, l.document_version,
                        l.source_version, l.detail
                 FROM lifted AS l
                 ORDER BY l.final_score DESC, l.evidence_id
@@ -481,7 +491,7 @@ BEGIN
                        CASE WHEN mix_content > 0
                             THEN LEAST(1.0, pg_catalog.length(x.search_vector) / content_pivot) ELSE 0 END AS content,
                        pg_catalog.octet_length(x.body) AS body_bytes,
-                       pg_catalog.hashtextextended(x.body, 0) AS body_hash,
+                       x.body,  -- hashed after the pool's cut (below)
                        CASE WHEN with_rows THEN pg_catalog.md5(x.body) END AS body_key
                 FROM pg_catalog.unnest(fused) AS f
                 JOIN dm_private.search_documents AS x
@@ -525,8 +535,12 @@ BEGIN
                             ELSE 0 END::double precision AS proximity,
                        LEAST(1.0, GREATEST(0.0, a.confidence)) AS confidence,
                        COALESCE(NULL::double precision, 0) AS support,
-                       a.phrase,
-                       a.exact_terms,
+                       -- shown only in the scored rows: without them, not
+                       -- evaluated a second time (anchored is inlined here, so
+                       -- a.phrase and a.exact_terms are their expressions, and
+                       -- relevance above already evaluated them once)
+                       CASE WHEN with_rows THEN a.phrase END AS phrase,
+                       CASE WHEN with_rows THEN a.exact_terms END AS exact_terms,
                        COALESCE(CASE
                            WHEN a.source_created_at IS NULL THEN 0.0
                            -- one window for both intents: 'latest' orders by the first key
@@ -539,7 +553,7 @@ BEGIN
                                             CASE WHEN intent = 'latest' THEN NULL ELSE a.source_created_at END DESC NULLS FIRST)
                        END::double precision, 0.0) AS temporal,
                        a.body_bytes,
-                       a.body_hash,
+                       a.body,
                        a.body_key
                 FROM anchored AS a
                 -- OFFSET 0 keeps this a subquery of its own: pulled up, each
@@ -551,7 +565,7 @@ BEGIN
                 -- MMR read, and the other signals packed in one value, only when the
                 -- scored rows are returned (score and score_rank are set afterwards)
                 SELECT s.document_id, s.evidence_id, s.source_group, s.sequence_number,
-                       s.document_version, s.source_version, s.body_hash, s.relevance,
+                       s.document_version, s.source_version, s.body, s.relevance,
                        w_rel * s.relevance + w_rec * s.recency + w_imp * s.importance + w_frq * s.frequency
                        + w_prx * s.proximity + w_conf * s.confidence
                        + w_support * s.support * s.relevance
@@ -597,8 +611,13 @@ BEGIN
                 FROM scored_rows AS s
                 WHERE s.source_group IS NOT NULL AND s.sequence_number IS NOT NULL
             )
+            -- the duplicate key MMR compares, hashtextextended(body, 0), of
+            -- the rows leaving the sort only (without the scored rows, the
+            -- pool: MMR reads no other; session 9: hashed in the probe, all
+            -- 100 bodies were hashed for the 20 or 30 MMR reads)
             SELECT pg_catalog.array_agg(o.evidence_id), pg_catalog.array_agg(o.document_id),
-                   pg_catalog.array_agg(o.final_score::double precision), pg_catalog.array_agg(o.body_hash),
+                   pg_catalog.array_agg(o.final_score::double precision),
+                   pg_catalog.array_agg(pg_catalog.hashtextextended(o.body, 0)),
                    pg_catalog.array_agg(o.document_version), pg_catalog.array_agg(o.source_version),
                    pg_catalog.array_agg(o.detail) FILTER (WHERE with_rows)
             INTO ids, doc_ids, scores, keys, doc_versions, source_versions, scored
@@ -606,7 +625,7 @@ BEGIN
                 -- in score order (ties by evidence_id); an aggregate over an ordered
                 -- subquery with nothing between keeps that order. Without the scored
                 -- rows, only the pool leaves the sort (a bounded sort).
-                SELECT l.evidence_id, l.document_id, l.final_score, l.body_hash, l.document_version,
+                SELECT l.evidence_id, l.document_id, l.final_score, l.body, l.document_version,
                        l.source_version, l.detail
                 FROM lifted AS l
                 ORDER BY l.final_score DESC, l.evidence_id
@@ -874,14 +893,25 @@ BEGIN
         SELECT pg_catalog.array_agg(q.sim),
                pg_catalog.array_agg(q.i::bigint * 4294967296 + q.j) FILTER (WHERE keys[q.i] = keys[q.j] OR q.sim >= duplicate_at)
         INTO sims, duplicates
-        FROM (SELECT i.i, j.j,
-                     CASE WHEN complete THEN 1.0 - (emb[i.i] OPERATOR(public.<=>) emb[j.j])
-                     ELSE COALESCE(CASE WHEN emb[i.i] IS NOT NULL AND emb[j.j] IS NOT NULL
-                                        THEN 1.0 - (emb[i.i] OPERATOR(public.<=>) emb[j.j])
-                                        ELSE public.similarity(heads[i.i], heads[j.j]) END, 0)
+        FROM (SELECT ij.i, ij.j,
+                     CASE WHEN complete THEN 1.0 - (emb[ij.i] OPERATOR(public.<=>) emb[ij.j])
+                     ELSE COALESCE(CASE WHEN emb[ij.i] IS NOT NULL AND emb[ij.j] IS NOT NULL
+                                        THEN 1.0 - (emb[ij.i] OPERATOR(public.<=>) emb[ij.j])
+                                        ELSE public.similarity(heads[ij.i], heads[ij.j]) END, 0)
                      END::double precision AS sim
-              FROM pg_catalog.generate_subscripts(emb, 1) AS i (i)
-              CROSS JOIN LATERAL pg_catalog.generate_series(1, i.i - 1) AS j (j)) AS q;
+              -- the pairs from set-returning functions in select lists (1..n
+              -- are emb's subscripts: it has the n pool members): a
+              -- ProjectSet emits each input row's series in order, without
+              -- the tuplestore a function scan fills per pool member (the
+              -- same pairs in the same order as the lateral
+              -- generate_subscripts x generate_series it replaces, session 9)
+              FROM (SELECT p.i, pg_catalog.generate_series(1, p.i - 1) AS j
+                    FROM (SELECT pg_catalog.generate_series(1, n) AS i) AS p) AS ij
+              -- OFFSET 0: q stays a subquery of its own, so each pair's
+              -- similarity is computed once; pulled up, the expression was
+              -- copied into the aggregate and into its FILTER, and every
+              -- cosine ran twice (session 9)
+              OFFSET 0) AS q;
     END IF;
     live := pg_catalog.array_fill(true, ARRAY[n]);
     collapsed := pg_catalog.array_fill(NULL::uuid, ARRAY[n]);
@@ -925,17 +955,35 @@ BEGIN
     -- and bits when 0 <= lambda <= 1 and nothing is NaN, but cost more on
     -- the bench's inputs, about +0.1 M instructions per ranking call: the
     -- passes stopped late, and each visit ran three more statements)
-    WHILE picked_count < LEAST(want, n) LOOP
-        best := NULL;
-        IF previous IS NULL THEN
-            FOREACH i IN ARRAY cand LOOP
-                IF best IS NULL OR rel[i] - keep * max_sim[i] > best_value THEN
-                    best := i;
-                    best_value := rel[i] - keep * max_sim[i];
-                END IF;
-            END LOOP;
-        ELSE
+    --
+    -- (session 9: every pass picks one candidate while any stands, the first
+    -- of a pass being taken when best is NULL, so the picks are exactly
+    -- LEAST(want, standing candidates): a FOR loop of that many passes, no
+    -- pick counter, WHILE test or EXIT test per pass; `live` is read after
+    -- the collapse only by explain's last pass, so only explain marks the
+    -- picks in it; the pass after the last pick is never started. Same
+    -- picks in the same order, same values.)
+    target := LEAST(want, pg_catalog.cardinality(cand));
+    IF target > 0 THEN
+        -- the first pass: every max_sim is still 0
+        FOREACH i IN ARRAY cand LOOP
+            IF best IS NULL OR rel[i] - keep * max_sim[i] > best_value THEN
+                best := i;
+                best_value := rel[i] - keep * max_sim[i];
+            END IF;
+        END LOOP;
+        FOR step IN 1 .. target LOOP
+            cand := pg_catalog.array_remove(cand, best);
+            ordered_ids := ordered_ids || ids[best];
+            IF with_explain THEN
+                live[best] := false;
+                rank_of[best] := step;
+                value_of[best] := best_value;
+            END IF;
+            EXIT WHEN step = target;
+            previous := best;
             previous_offset := (previous - 1) * (previous - 2) / 2;
+            best := NULL;
             FOREACH i IN ARRAY cand LOOP
                 max_sim[i] := GREATEST(max_sim[i], sims[CASE WHEN i > previous THEN (i - 1) * (i - 2) / 2 + previous
                                                         ELSE previous_offset + i END]);
@@ -944,30 +992,22 @@ BEGIN
                     best_value := rel[i] - keep * max_sim[i];
                 END IF;
             END LOOP;
-        END IF;
-        EXIT WHEN best IS NULL;
-        live[best] := false;
-        cand := pg_catalog.array_remove(cand, best);
-        picked_count := picked_count + 1;
-        ordered_ids := ordered_ids || ids[best];
-        IF with_explain THEN
-            rank_of[best] := picked_count;
-            value_of[best] := best_value;
-        END IF;
-        previous := best;
-    END LOOP;
+        END LOOP;
+    END IF;
     -- the rest of the pool, by score: the candidates still standing (cand
     -- holds them, in pool order)
-    FOREACH i IN ARRAY cand LOOP
-        ordered_ids := ordered_ids || ids[i];
-        IF with_explain THEN
-            picked_count := picked_count + 1;
-            rank_of[i] := picked_count;
-        END IF;
-    END LOOP;
     IF NOT with_explain THEN
+        FOREACH i IN ARRAY cand LOOP
+            ordered_ids := ordered_ids || ids[i];
+        END LOOP;
         RETURN;
     END IF;
+    picked_count := GREATEST(target, 0);
+    FOREACH i IN ARRAY cand LOOP
+        ordered_ids := ordered_ids || ids[i];
+        picked_count := picked_count + 1;
+        rank_of[i] := picked_count;
+    END LOOP;
     -- explain shows max_similarity: the last pick's similarities (when the
     -- loop stopped at `want`, no pass read them)
     IF best IS NOT NULL THEN
