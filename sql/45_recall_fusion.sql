@@ -163,7 +163,9 @@ BEGIN
             WHERE h.evidence_id IS NOT NULL
             GROUP BY h.evidence_id
             ORDER BY sort_key NULLS FIRST, h.evidence_id
-            LIMIT GREATEST(cap, 0)
+            -- (at least one row, so that the check sees an unknown branch
+            -- when cap is 0; no row is kept then: below)
+            LIMIT GREATEST(cap, 1)
         ),
         ordered AS (
             SELECT e.*,
@@ -184,6 +186,9 @@ BEGIN
                pg_catalog.bool_or(o.unknown_branch)
         INTO fused, unknown_branch
         FROM ordered AS o;
+        IF cap < 1 THEN
+            fused := NULL;
+        END IF;
     END IF;
     -- The branches are the three recall runs; a hit of any other branch is
     -- refused rather than weighted by a guess.
