@@ -57,31 +57,91 @@ BEGIN
         p_vector := COALESCE(pg_catalog.array_position(priority, 'vector'), 1000);
         p_exact := COALESCE(pg_catalog.array_position(priority, 'exact'), 1000);
     END IF;
-    -- One grouping by evidence: a branch's best rank is the min over its
-    -- hits (a repeated hit counts once), and the RRF sum adds the three
-    -- branches' terms in a fixed order. relevance is min-max over the kept
-    -- candidates (position <= cap). In RRF order the score never rises
-    -- along the order, so the worst kept score is the score at position
-    -- cap (nth_value), or the last one's (min) when fewer are kept: one
-    -- window over the whole ordered set gives the position (row_number
-    -- ignores the frame), count, best and worst: one pass over the rows,
-    -- where three windows (the position, the totals, a min filtered by
-    -- position) made three. Branch priority does not read best or worst.
-    -- The array is built in the window's order without an ORDER BY in the
-    -- aggregate: `ordered` is sorted by the window's order (position 1, 2,
-    -- ...; the window's output already is, so the planner adds no sort) and
-    -- the aggregate reads that sorted subquery as it comes (the input order
-    -- PostgreSQL's documentation gives for ordered aggregates). An ORDER BY
-    -- position sorted the ~100 composites again: 0.12 M instructions of
-    -- 1.83 M per fusion call on the LoCoMo team (session 8). tests/python/test_recall_fusion*.py and the
-    -- byte-identical captures check the order.
-    -- (rrf, the priority key and the window's sort key are computed by the
-    -- grouping itself, over its aggregates, and the window reads its columns
-    -- as they are: no projection node between the two, session 8)
-    WITH per_evidence AS (
-        SELECT g.*,
-               CASE WHEN by_priority THEN g.priority_key::double precision ELSE -g.rrf END AS sort_key
-        FROM (
+    IF by_priority THEN
+        -- Branch priority (and the method as it was for both before session 9).
+        -- One grouping by evidence: a branch's best rank is the min over its
+        -- hits (a repeated hit counts once), and the RRF sum adds the three
+        -- branches' terms in a fixed order. relevance is min-max over the kept
+        -- candidates (position <= cap). In RRF order the score never rises
+        -- along the order, so the worst kept score is the score at position
+        -- cap (nth_value), or the last one's (min) when fewer are kept: one
+        -- window over the whole ordered set gives the position (row_number
+        -- ignores the frame), count, best and worst: one pass over the rows,
+        -- where three windows (the position, the totals, a min filtered by
+        -- position) made three. Branch priority does not read best or worst.
+        -- The array is built in the window's order without an ORDER BY in the
+        -- aggregate: `ordered` is sorted by the window's order (position 1, 2,
+        -- ...; the window's output already is, so the planner adds no sort) and
+        -- the aggregate reads that sorted subquery as it comes (the input order
+        -- PostgreSQL's documentation gives for ordered aggregates). An ORDER BY
+        -- position sorted the ~100 composites again: 0.12 M instructions of
+        -- 1.83 M per fusion call on the LoCoMo team (session 8). tests/python/test_recall_fusion*.py and the
+        -- byte-identical captures check the order.
+        -- (rrf, the priority key and the window's sort key are computed by the
+        -- grouping itself, over its aggregates, and the window reads its columns
+        -- as they are: no projection node between the two, session 8)
+        WITH per_evidence AS (
+            SELECT g.*,
+                   CASE WHEN by_priority THEN g.priority_key::double precision ELSE -g.rrf END AS sort_key
+            FROM (
+                SELECT h.evidence_id, pg_catalog.any_value(h.document_id) AS document_id,
+                       pg_catalog.min(h.branch_rank) FILTER (WHERE h.branch = 'fulltext') AS fulltext_rank,
+                       pg_catalog.min(h.branch_rank) FILTER (WHERE h.branch = 'vector') AS vector_rank,
+                       pg_catalog.min(h.branch_rank) FILTER (WHERE h.branch = 'exact') AS exact_rank,
+                       pg_catalog.bool_or(h.branch IS DISTINCT FROM 'fulltext' AND h.branch IS DISTINCT FROM 'vector'
+                                          AND h.branch IS DISTINCT FROM 'exact') AS unknown_branch,
+                       COALESCE(w_fulltext / (k + pg_catalog.min(h.branch_rank) FILTER (WHERE h.branch = 'fulltext')), 0)
+                       + COALESCE(w_exact / (k + pg_catalog.min(h.branch_rank) FILTER (WHERE h.branch = 'exact')), 0)
+                       + COALESCE(w_vector / (k + pg_catalog.min(h.branch_rank) FILTER (WHERE h.branch = 'vector')), 0) AS rrf,
+                       LEAST(p_fulltext * 1000000 + pg_catalog.min(h.branch_rank) FILTER (WHERE h.branch = 'fulltext'),
+                             p_vector * 1000000 + pg_catalog.min(h.branch_rank) FILTER (WHERE h.branch = 'vector'),
+                             p_exact * 1000000 + pg_catalog.min(h.branch_rank) FILTER (WHERE h.branch = 'exact')) AS priority_key
+                FROM pg_catalog.unnest(hits) AS h
+                WHERE h.evidence_id IS NOT NULL
+                GROUP BY h.evidence_id
+            ) AS g
+        ),
+        ordered AS (
+            SELECT e.*,
+                   pg_catalog.row_number() OVER whole AS position,
+                   pg_catalog.count(*) OVER whole AS total,
+                   pg_catalog.max(e.rrf) OVER whole AS best_rrf,
+                   COALESCE(pg_catalog.nth_value(e.rrf, GREATEST(cap, 1)) OVER whole, pg_catalog.min(e.rrf) OVER whole) AS worst_rrf
+            FROM per_evidence AS e
+            WINDOW whole AS (ORDER BY e.sort_key, e.evidence_id
+                             ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)
+            -- the window's own order (no second sort: its output is sorted so)
+            ORDER BY e.sort_key, e.evidence_id
+        )
+        SELECT pg_catalog.array_agg(ROW(
+                   o.document_id, o.evidence_id,
+                   CASE WHEN by_priority THEN (o.total - o.position + 1)::double precision / o.total ELSE o.rrf END,
+                   CASE WHEN by_priority THEN (o.total - o.position + 1)::double precision / o.total
+                        WHEN o.best_rrf = o.worst_rrf THEN 1.0
+                        ELSE (o.rrf - o.worst_rrf) / (o.best_rrf - o.worst_rrf) END,
+                   o.fulltext_rank::integer, o.vector_rank::integer, o.exact_rank::integer, o.position::integer
+               )::dm_private.recall_fused) FILTER (WHERE o.position <= cap),
+               pg_catalog.bool_or(o.unknown_branch)
+        INTO fused, unknown_branch
+        FROM ordered AS o;
+    ELSE
+        -- RRF (the default method; session 9): relevance reads only the kept
+        -- candidates (best = the first, worst = the last kept), and nothing
+        -- reads the total, so the grouped rows are cut to the top `cap` by a
+        -- bounded sort (ORDER BY ... LIMIT: a top-N heap) and one window
+        -- over those rows gives the position (row_number) and min / max of
+        -- the kept scores, each an aggregate computed once for the whole
+        -- frame. In RRF order the score never rises along the order, so
+        -- max over the kept rows is the first score and min the last one:
+        -- the values the window above takes as best and worst (nth_value at
+        -- cap, or min when fewer are kept); no nth_value (it fetched the
+        -- cap-th row again for every row), no count, no FILTER on the
+        -- position, no window over the rows cut. A group with a hit of an
+        -- unknown branch has no sort key and sorts first (NULLS FIRST), so
+        -- the check below still sees it whatever the LIMIT cuts; with none,
+        -- the order is the RRF order. (A leading boolean key, equal on
+        -- every row, sent each comparison to the sort's tie-break: +0.4 M.)
+        WITH per_evidence AS (
             SELECT h.evidence_id, pg_catalog.any_value(h.document_id) AS document_id,
                    pg_catalog.min(h.branch_rank) FILTER (WHERE h.branch = 'fulltext') AS fulltext_rank,
                    pg_catalog.min(h.branch_rank) FILTER (WHERE h.branch = 'vector') AS vector_rank,
@@ -91,37 +151,45 @@ BEGIN
                    COALESCE(w_fulltext / (k + pg_catalog.min(h.branch_rank) FILTER (WHERE h.branch = 'fulltext')), 0)
                    + COALESCE(w_exact / (k + pg_catalog.min(h.branch_rank) FILTER (WHERE h.branch = 'exact')), 0)
                    + COALESCE(w_vector / (k + pg_catalog.min(h.branch_rank) FILTER (WHERE h.branch = 'vector')), 0) AS rrf,
-                   LEAST(p_fulltext * 1000000 + pg_catalog.min(h.branch_rank) FILTER (WHERE h.branch = 'fulltext'),
-                         p_vector * 1000000 + pg_catalog.min(h.branch_rank) FILTER (WHERE h.branch = 'vector'),
-                         p_exact * 1000000 + pg_catalog.min(h.branch_rank) FILTER (WHERE h.branch = 'exact')) AS priority_key
+                   -- the priority statement's RRF sort key; NULL (sorted
+                   -- first) for a group with a hit of an unknown branch
+                   CASE WHEN NOT pg_catalog.bool_or(h.branch IS DISTINCT FROM 'fulltext' AND h.branch IS DISTINCT FROM 'vector'
+                                                    AND h.branch IS DISTINCT FROM 'exact')
+                        THEN -(COALESCE(w_fulltext / (k + pg_catalog.min(h.branch_rank) FILTER (WHERE h.branch = 'fulltext')), 0)
+                               + COALESCE(w_exact / (k + pg_catalog.min(h.branch_rank) FILTER (WHERE h.branch = 'exact')), 0)
+                               + COALESCE(w_vector / (k + pg_catalog.min(h.branch_rank) FILTER (WHERE h.branch = 'vector')), 0))
+                   END AS sort_key
             FROM pg_catalog.unnest(hits) AS h
             WHERE h.evidence_id IS NOT NULL
             GROUP BY h.evidence_id
-        ) AS g
-    ),
-    ordered AS (
-        SELECT e.*,
-               pg_catalog.row_number() OVER whole AS position,
-               pg_catalog.count(*) OVER whole AS total,
-               pg_catalog.max(e.rrf) OVER whole AS best_rrf,
-               COALESCE(pg_catalog.nth_value(e.rrf, GREATEST(cap, 1)) OVER whole, pg_catalog.min(e.rrf) OVER whole) AS worst_rrf
-        FROM per_evidence AS e
-        WINDOW whole AS (ORDER BY e.sort_key, e.evidence_id
-                         ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)
-        -- the window's own order (no second sort: its output is sorted so)
-        ORDER BY e.sort_key, e.evidence_id
-    )
-    SELECT pg_catalog.array_agg(ROW(
-               o.document_id, o.evidence_id,
-               CASE WHEN by_priority THEN (o.total - o.position + 1)::double precision / o.total ELSE o.rrf END,
-               CASE WHEN by_priority THEN (o.total - o.position + 1)::double precision / o.total
-                    WHEN o.best_rrf = o.worst_rrf THEN 1.0
-                    ELSE (o.rrf - o.worst_rrf) / (o.best_rrf - o.worst_rrf) END,
-               o.fulltext_rank::integer, o.vector_rank::integer, o.exact_rank::integer, o.position::integer
-           )::dm_private.recall_fused) FILTER (WHERE o.position <= cap),
-           pg_catalog.bool_or(o.unknown_branch)
-    INTO fused, unknown_branch
-    FROM ordered AS o;
+            ORDER BY sort_key NULLS FIRST, h.evidence_id
+            -- (at least one row, so that the check sees an unknown branch
+            -- when cap is 0; no row is kept then: below)
+            LIMIT GREATEST(cap, 1)
+        ),
+        ordered AS (
+            SELECT e.*,
+                   pg_catalog.row_number() OVER kept AS position,
+                   pg_catalog.max(e.rrf) OVER kept AS best_rrf,
+                   pg_catalog.min(e.rrf) OVER kept AS worst_rrf
+            FROM per_evidence AS e
+            WINDOW kept AS (ORDER BY e.sort_key NULLS FIRST, e.evidence_id
+                            ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)
+            ORDER BY e.sort_key NULLS FIRST, e.evidence_id
+        )
+        SELECT pg_catalog.array_agg(ROW(
+                   o.document_id, o.evidence_id, o.rrf,
+                   CASE WHEN o.best_rrf = o.worst_rrf THEN 1.0
+                        ELSE (o.rrf - o.worst_rrf) / (o.best_rrf - o.worst_rrf) END,
+                   o.fulltext_rank::integer, o.vector_rank::integer, o.exact_rank::integer, o.position::integer
+               )::dm_private.recall_fused),
+               pg_catalog.bool_or(o.unknown_branch)
+        INTO fused, unknown_branch
+        FROM ordered AS o;
+        IF cap < 1 THEN
+            fused := NULL;
+        END IF;
+    END IF;
     -- The branches are the three recall runs; a hit of any other branch is
     -- refused rather than weighted by a guess.
     IF unknown_branch THEN

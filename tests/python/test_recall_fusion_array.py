@@ -119,6 +119,10 @@ SETTINGS = [
     },
     {"fusion": {"method": "priority"}},
     {"fusion": {"method": "rrf"}, "candidates": {"fused": 1}},
+    # session 9: RRF cuts the grouped rows to the cap before its window; a
+    # cap of 0 keeps nothing, a cap near the candidate count cuts a few
+    {"fusion": {"method": "rrf"}, "candidates": {"fused": 0}},
+    {"fusion": {"method": "rrf", "rrf_k": 1}, "candidates": {"fused": 20}},
 ]
 
 
