@@ -243,6 +243,10 @@ densemem_searcher;
 -- explicit predicate team_id = that team. The scopes are read from the
 -- authenticated setting here; the other arguments only narrow what is read
 -- inside that team.
+-- path_json is text since session 9 (it was jsonb): CREATE OR REPLACE cannot
+-- change a result type, so the function is dropped first (nothing depends on
+-- it; its grants are given again below).
+DROP FUNCTION IF EXISTS dm_private.discovery_candidate_paths(uuid, uuid [], jsonb, uuid [], integer, integer, integer, integer, timestamptz, timestamptz, text [], text [], uuid [], uuid [], text [], text [], timestamptz);
 CREATE OR REPLACE FUNCTION dm_private.discovery_candidate_paths(
     team uuid,
     seed_ids uuid [],
@@ -262,7 +266,7 @@ CREATE OR REPLACE FUNCTION dm_private.discovery_candidate_paths(
     query_words text [],
     deadline timestamptz
 )
-RETURNS TABLE (path_relationship_ids uuid [], path_entity_ids uuid [], path_json jsonb)
+RETURNS TABLE (path_relationship_ids uuid [], path_entity_ids uuid [], path_json text)
 LANGUAGE plpgsql
 VOLATILE
 SECURITY DEFINER
@@ -467,28 +471,32 @@ BEGIN
     ),
     edges AS MATERIALIZED (
         SELECT rels.relationship_id, su.evidence_ids, rels.subject_entity_id, rels.object_entity_id,
-               -- The SQL/JSON constructor (argument types categorized once
-               -- per statement, not per row as jsonb_build_object does);
-               -- ABSENT ON NULL at every level drops what jsonb_strip_nulls
-               -- dropped.
-               JSON_OBJECT(
-                   'relationship_id': rels.relationship_id,
-                   'subject': JSON_OBJECT('entity_id': se.entity_id, 'name': se.canonical_name
-                                          ABSENT ON NULL RETURNING jsonb),
-                   'predicate': rels.predicate,
-                   'object': CASE WHEN oe.entity_id IS NOT NULL THEN
-                       JSON_OBJECT('entity_id': oe.entity_id, 'name': oe.canonical_name
-                                   ABSENT ON NULL RETURNING jsonb) END,
-                   'object_value': rels.object_value,
-                   'polarity': rels.polarity::text,
-                   'owner_profile': CASE WHEN cx.refs IS NOT NULL OR COALESCE(cx.corroborators, 0) > 0 THEN
-                       JSON_OBJECT('profile_id': rels.owner_profile_id, 'name':
-                           (SELECT op.name FROM dm_private.profiles AS op
-                            WHERE op.team_id = team AND op.profile_id = rels.owner_profile_id)
-                           ABSENT ON NULL RETURNING jsonb) END,
-                   'preferred': CASE WHEN cx.is_preferred THEN true END,
-                   'conflicts': cx.refs
-                   ABSENT ON NULL RETURNING jsonb) AS edge_json,
+               -- The edge as the text jsonb prints for it (canonical: keys in
+               -- jsonb's order, shorter first; ", " and ": " separators;
+               -- strings escaped by to_json, which jsonb's output shares), put
+               -- together by concatenation: no jsonb value is built per edge
+               -- or path (building nested jsonb objects and copying them into
+               -- arrays and paths was a tenth of a call). The caller counts
+               -- path bytes on this text and parses the chosen paths once.
+               -- Absent values are skipped by concat_ws, as ABSENT ON NULL
+               -- dropped them.
+               '{' || pg_catalog.concat_ws(', ',
+                   '"object": {"name": ' || pg_catalog.to_json(oe.canonical_name)::text
+                       || ', "entity_id": "' || oe.entity_id::text || '"}',
+                   '"subject": {"name": ' || pg_catalog.to_json(se.canonical_name)::text
+                       || ', "entity_id": "' || se.entity_id::text || '"}',
+                   '"polarity": ' || pg_catalog.to_json(rels.polarity::text)::text,
+                   '"conflicts": ' || cx.refs::text,
+                   '"predicate": ' || pg_catalog.to_json(rels.predicate)::text,
+                   CASE WHEN cx.is_preferred THEN '"preferred": true' END,
+                   '"object_value": ' || pg_catalog.to_json(rels.object_value)::text,
+                   CASE WHEN cx.refs IS NOT NULL OR COALESCE(cx.corroborators, 0) > 0 THEN
+                       '"owner_profile": {' || pg_catalog.concat_ws(', ',
+                           '"name": ' || pg_catalog.to_json(
+                               (SELECT op.name FROM dm_private.profiles AS op
+                                WHERE op.team_id = team AND op.profile_id = rels.owner_profile_id))::text,
+                           '"profile_id": "' || rels.owner_profile_id::text || '"') || '}' END,
+                   '"relationship_id": "' || rels.relationship_id::text || '"') || '}' AS edge_json,
                (CASE WHEN rels.hit THEN 1.0 ELSE 0.0 END
                 + 0.4 * LEAST(
                     (CASE WHEN pg_catalog.string_to_array(se.normalized_name, ' ') OPERATOR(pg_catalog.&&) query_words
@@ -536,8 +544,7 @@ BEGIN
     ),
     paths AS (
         SELECT pool.relationship_ids,
-               CASE WHEN e2.relationship_id IS NULL THEN JSON_ARRAY(e1.edge_json RETURNING jsonb)
-                    ELSE JSON_ARRAY(e1.edge_json, e2.edge_json RETURNING jsonb) END AS edge_list,
+               e1.edge_json || COALESCE(', ' || e2.edge_json, '') AS edge_list,
                COALESCE(e1.evidence_ids, '{}') || COALESCE(e2.evidence_ids, '{}') AS evidence_ids,
                ARRAY[e1.subject_entity_id, e1.object_entity_id, e2.subject_entity_id, e2.object_entity_id]
                    AS entity_ids,
@@ -550,12 +557,12 @@ BEGIN
         WHERE pg_catalog.cardinality(pool.relationship_ids) = 1 OR e2.relationship_id IS NOT NULL
     )
     SELECT paths.relationship_ids, paths.entity_ids,
-           JSON_OBJECT(
-               'relationships': paths.edge_list,
-               'evidence_ids': pg_catalog.to_jsonb(ARRAY(
-                   SELECT DISTINCT ev.id FROM pg_catalog.unnest(paths.evidence_ids) AS ev (id)
-                   ORDER BY ev.id LIMIT 5))
-               RETURNING jsonb) AS path
+           -- {"evidence_ids": [...], "relationships": [...]} as jsonb prints it.
+           '{"evidence_ids": [' || COALESCE((
+               SELECT pg_catalog.string_agg('"' || d.id::text || '"', ', ' ORDER BY d.id)
+               FROM (SELECT DISTINCT ev.id FROM pg_catalog.unnest(paths.evidence_ids) AS ev (id)
+                     ORDER BY ev.id LIMIT 5) AS d), '')
+           || '], "relationships": [' || paths.edge_list || ']}' AS path
     FROM paths
     ORDER BY paths.score DESC, paths.relationship_ids;
 END
@@ -622,9 +629,10 @@ DECLARE
     strong_seeds boolean := false;
     team_predicates text [];
     candidate record;
-    -- The chosen paths, collected as an array and turned into one JSON
-    -- array at the end (no jsonb concatenation per chosen path).
-    chosen jsonb [] := '{}';
+    -- The chosen paths, as the text jsonb prints for each (see
+    -- discovery_candidate_paths), collected as an array and parsed into one
+    -- JSON array at the end: no jsonb value per path.
+    chosen text [] := '{}';
     chosen_relationships uuid [] := '{}';
     path_entities uuid [] := '{}';
     used_bytes integer := 2;
@@ -883,10 +891,10 @@ BEGIN
                 -- Past the deadline, keep what is chosen (at least the best path).
                 EXIT WHEN pg_catalog.cardinality(chosen) > 0 AND pg_catalog.clock_timestamp() >= deadline;
                 CONTINUE WHEN candidate.relationship_ids OPERATOR(pg_catalog.<@) chosen_relationships;
-                path_bytes := pg_catalog.octet_length(candidate.path::text) + 2;
+                path_bytes := pg_catalog.octet_length(candidate.path) + 2;
                 CONTINUE WHEN used_bytes + path_bytes > max_path_bytes;
                 used_bytes := used_bytes + path_bytes;
-                chosen := chosen || candidate.path;
+                chosen := pg_catalog.array_append(chosen, candidate.path);
                 chosen_relationships := chosen_relationships || candidate.relationship_ids;
                 path_entities := path_entities || pg_catalog.array_remove(candidate.entity_ids, NULL);
             END LOOP;
@@ -896,7 +904,8 @@ BEGIN
         END IF;
     END IF;
 
-    answer := JSON_OBJECT('discovery_paths': pg_catalog.to_jsonb(chosen) RETURNING jsonb);
+    answer := JSON_OBJECT('discovery_paths': ('[' || pg_catalog.array_to_string(chosen, ', ') || ']')::jsonb
+                          RETURNING jsonb);
 
     -- Optional: related hypotheses, in their own field. A failure omits the
     -- field and is recorded; it never fails the recall.
