@@ -11,7 +11,7 @@
 -- r8 Mark lives_in a literal value (alice, fact, e4) and a preferred side of
 -- the r1 / r5 conflict.
 BEGIN;
-SELECT plan(9);
+SELECT plan(13);
 
 DO $fixture$ BEGIN EXECUTE pg_catalog.pg_read_file(
     pg_catalog.current_setting('densemem_test.pgtap_dir') || '/fixtures/discovery_two_teams.sql'); END $fixture$;
@@ -114,6 +114,28 @@ SELECT is((SELECT count(*) FROM candidates AS c
                      ORDER BY 1 LIMIT 5))
               OR pg_catalog.jsonb_array_length(c.path_text::jsonb -> 'evidence_ids') = 0), 0::bigint,
           'evidence IDs are distinct, ordered and present on every path');
+
+
+-- Predicate relevance (a predicate word starting with a query lexeme) is a
+-- LIKE per lexeme with \, % and _ escaped: a lexeme is matched literally, at
+-- the start of a predicate word only.
+CREATE FUNCTION pg_temp.order_for(lexemes text []) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE got text;
+BEGIN
+    PERFORM set_config('densemem.team_id', 'aaaaaaaa-0000-0000-0000-000000000000', true);
+    SET LOCAL ROLE densemem_app;
+    SELECT string_agg(c.path_relationship_ids::text, ' ') INTO got
+    FROM dm_private.discovery_candidate_paths(
+        'aaaaaaaa-0000-0000-0000-000000000000', '{aaaaaaaa-0000-0000-0000-00000000ee01}', '{}', '{}', 20, 1, 200, 50,
+        NULL, NULL, '{}', NULL, '{}', '{}', lexemes, '{}', pg_catalog.clock_timestamp() + interval '60 seconds') AS c;
+    RESET ROLE;
+    RETURN got;
+END
+$$;
+SELECT isnt(pg_temp.order_for('{maint}'), pg_temp.order_for('{}'), 'a lexeme starting a predicate word reorders the paths');
+SELECT is(pg_temp.order_for('{works_on}'), pg_temp.order_for('{work}'), 'a lexeme holding _ matches it literally');
+SELECT is(pg_temp.order_for('{m%nt}'), pg_temp.order_for('{}'), 'a % in a lexeme is no wildcard');
+SELECT is(pg_temp.order_for('{m_intains}'), pg_temp.order_for('{}'), 'an _ in a lexeme is no wildcard');
 
 SELECT * FROM finish();
 ROLLBACK;
