@@ -64,27 +64,29 @@ FROM dm_private.discovery_edge_context(
     'aaaaaaaa-0000-0000-0000-000000000000',
     ARRAY(SELECT DISTINCT (edges.edge ->> 'relationship_id')::uuid FROM edges), '{}', NULL, '{}', '{}') AS x;
 CREATE TEMPORARY TABLE expected AS
-SELECT r.relationship_id,
-       JSON_OBJECT(
-           'relationship_id': r.relationship_id,
-           'subject': JSON_OBJECT('entity_id': se.entity_id, 'name': se.canonical_name ABSENT ON NULL RETURNING jsonb),
-           'predicate': r.predicate,
-           'object': CASE WHEN oe.entity_id IS NOT NULL THEN
-               JSON_OBJECT('entity_id': oe.entity_id, 'name': oe.canonical_name ABSENT ON NULL RETURNING jsonb) END,
-           'object_value': r.object_value,
-           'polarity': r.polarity::text,
-           'owner_profile': CASE WHEN cx.refs IS NOT NULL OR COALESCE(cx.corroborators, 0) > 0 THEN
-               JSON_OBJECT('profile_id': r.owner_profile_id, 'name': p.name ABSENT ON NULL RETURNING jsonb) END,
-           'preferred': CASE WHEN cx.is_preferred THEN true END,
-           'conflicts': cx.refs
-           ABSENT ON NULL RETURNING jsonb) AS edge
+SELECT
+    r.relationship_id,
+    JSON_OBJECT(
+       'relationship_id': r.relationship_id,
+       'subject': JSON_OBJECT('entity_id': se.entity_id, 'name': se.canonical_name ABSENT ON NULL RETURNING jsonb),
+       'predicate': r.predicate,
+       'object': CASE WHEN oe.entity_id IS NOT NULL THEN
+           JSON_OBJECT('entity_id': oe.entity_id, 'name': oe.canonical_name ABSENT ON NULL RETURNING jsonb) END,
+       'object_value': r.object_value,
+       'polarity': r.polarity::text,
+       'owner_profile': CASE WHEN cx.refs IS NOT NULL OR COALESCE(cx.corroborators, 0) > 0 THEN
+           JSON_OBJECT('profile_id': r.owner_profile_id, 'name': p.name ABSENT ON NULL RETURNING jsonb) END,
+       'preferred': CASE WHEN cx.is_preferred THEN true END,
+       'conflicts': cx.refs
+       ABSENT ON NULL RETURNING jsonb) AS edge
 FROM dm_private.relationships AS r
 JOIN dm_private.entities AS se ON se.team_id = r.team_id AND se.entity_id = r.subject_entity_id
 LEFT JOIN dm_private.entities AS oe ON oe.team_id = r.team_id AND oe.entity_id = r.object_entity_id
 LEFT JOIN dm_private.profiles AS p ON p.team_id = r.team_id AND p.profile_id = r.owner_profile_id
 LEFT JOIN context AS cx ON cx.context_relationship_id = r.relationship_id
-WHERE r.team_id = 'aaaaaaaa-0000-0000-0000-000000000000'
-  AND r.relationship_id IN (SELECT (edges.edge ->> 'relationship_id')::uuid FROM edges);
+WHERE
+    r.team_id = 'aaaaaaaa-0000-0000-0000-000000000000'
+    AND r.relationship_id IN (SELECT (edges.edge ->> 'relationship_id')::uuid FROM edges);
 
 SELECT is((SELECT count(*) FROM edges AS e
            JOIN expected AS x ON x.relationship_id = (e.edge ->> 'relationship_id')::uuid
@@ -95,8 +97,8 @@ SELECT is((SELECT count(*) FROM edges AS e
                              WHERE x.relationship_id = (e.edge ->> 'relationship_id')::uuid)), 0::bigint,
           'every edge is a relationship of the team');
 -- The test reaches every optional key and every kind of character.
-SELECT ok(EXISTS (SELECT 1 FROM edges WHERE edges.edge ? 'object_value'
-                                        AND edges.edge ->> 'object_value' = E'Ber"lin \\ ✓\u0001'),
+SELECT ok(EXISTS (SELECT 1 FROM edges
+                  WHERE edges.edge ->> 'object_value' = E'Ber"lin \\ ✓\u0001'),
           'an edge with a literal object keeps the value as stored');
 SELECT ok(EXISTS (SELECT 1 FROM edges WHERE edges.edge -> 'preferred' = 'true'::jsonb), 'a preferred edge is marked');
 SELECT ok(EXISTS (SELECT 1 FROM edges WHERE edges.edge -> 'owner_profile' ->> 'name' = E'bo"b\\'),
