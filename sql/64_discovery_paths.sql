@@ -772,7 +772,7 @@ BEGIN
                 FROM dm_private.entities AS e
                 WHERE e.team_id = team AND e.entity_id = ANY(expand_ids)
                 UNION ALL
-                SELECT e.entity_id, 3.0
+                SELECT e.entity_id, 3.0::double precision
                 FROM dm_private.entities AS e
                 WHERE e.team_id = team AND e.entity_id = ANY(parsed_entity_ids)
                 UNION ALL
@@ -781,7 +781,7 @@ BEGIN
                 -- The parser already matched the query's names: no second name search.
                 WHERE pg_catalog.cardinality(parsed_entity_ids) = 0
                 UNION ALL
-                SELECT l.entity_id, 1.0
+                SELECT l.entity_id, 1.0::double precision
                 FROM (
                     -- Accepted links of the returned evidence to eligible (active,
                     -- validated_claim or fact) relationships: evidence_entity_links
@@ -798,7 +798,14 @@ BEGIN
                 ) AS l
             ),
             ranked AS (
-                SELECT found.entity_id, pg_catalog.max(found.score) + 0.05 * (pg_catalog.count(*) - 1) AS score
+                -- 0.05 per further mention: (count - 1) / 20 in double precision
+                -- is the double nearest to that exact decimal, as the numeric
+                -- product 0.05 * (count - 1) converted to double was (both
+                -- round correctly), without numeric arithmetic and a decimal
+                -- string conversion per entity. The branch constants above are
+                -- typed double for the same reason (no conversion per row).
+                SELECT found.entity_id,
+                       pg_catalog.max(found.score) + (pg_catalog.count(*) - 1)::double precision / 20 AS score
                 FROM found
                 GROUP BY found.entity_id
                 ORDER BY 2 DESC, found.entity_id
