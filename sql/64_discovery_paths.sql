@@ -421,13 +421,17 @@ BEGIN
     cheap_paths AS (
         SELECT ARRAY[w.relationship_id] AS relationship_ids, w.root_entity_id,
                0.2 * COALESCE((seed_scores ->> w.root_entity_id::text)::double precision, 0)
-               + CASE WHEN w.hit THEN 1.0 ELSE 0.0 END AS score
+               + CASE WHEN w.hit THEN 1.0::double precision ELSE 0.0::double precision END AS score
         FROM walk AS w
         WHERE w.depth = 1
         UNION ALL
         SELECT ARRAY[w.parent_relationship_id, w.relationship_id], w.root_entity_id,
                0.2 * COALESCE((seed_scores ->> w.root_entity_id::text)::double precision, 0)
-               + ((CASE WHEN w.parent_hit THEN 1.0 ELSE 0.0 END) + (CASE WHEN w.hit THEN 1.0 ELSE 0.0 END)) / 2.0 - 0.2
+               -- (parent hit + hit) / 2 is 0, 0.5 or 1, exact in double: no
+               -- numeric arithmetic and conversion per walked edge.
+               + CASE WHEN w.parent_hit AND w.hit THEN 1.0::double precision
+                      WHEN w.parent_hit OR w.hit THEN 0.5::double precision
+                      ELSE 0.0::double precision END - 0.2
         FROM walk AS w
         WHERE w.depth = 2
     ),
@@ -500,18 +504,22 @@ BEGIN
                                 WHERE op.team_id = team AND op.profile_id = rels.owner_profile_id))::text,
                            '"profile_id": "' || rels.owner_profile_id::text || '"') || '}' END,
                    '"relationship_id": "' || rels.relationship_id::text || '"') || '}' AS edge_json,
-               (CASE WHEN rels.hit THEN 1.0 ELSE 0.0 END
-                + 0.4 * LEAST(
-                    (CASE WHEN pg_catalog.string_to_array(se.normalized_name, ' ') OPERATOR(pg_catalog.&&) query_words
-                          THEN 1 ELSE 0 END)
-                    + (CASE WHEN pg_catalog.string_to_array(
-                                     COALESCE(oe.normalized_name, pg_catalog.lower(pg_catalog.left(rels.object_value, 200))),
-                                     ' ') OPERATOR(pg_catalog.&&) query_words THEN 1 ELSE 0 END), 2)
-                + 0.25 * LEAST(COALESCE(cx.corroborators, 0), 3)
-                - 0.25 * LEAST(COALESCE(cx.challengers, 0), 2)
-                + CASE WHEN cx.is_preferred THEN 0.6 ELSE 0.0 END
-                - CASE WHEN cx.is_overridden THEN 0.6 ELSE 0.0 END
-                + CASE WHEN su.novel > 0 THEN 0.3 ELSE 0.0 END)::double precision AS edge_score
+               -- The edge score in twentieths (every weight is a multiple of
+               -- 0.05), divided once in double precision: the double nearest
+               -- to the exact sum, as the numeric sum converted to double was
+               -- (both round correctly), without numeric arithmetic per edge.
+               ((CASE WHEN rels.hit THEN 20 ELSE 0 END
+                 + 8 * LEAST(
+                     (CASE WHEN pg_catalog.string_to_array(se.normalized_name, ' ') OPERATOR(pg_catalog.&&) query_words
+                           THEN 1 ELSE 0 END)
+                     + (CASE WHEN pg_catalog.string_to_array(
+                                      COALESCE(oe.normalized_name, pg_catalog.lower(pg_catalog.left(rels.object_value, 200))),
+                                      ' ') OPERATOR(pg_catalog.&&) query_words THEN 1 ELSE 0 END), 2)
+                 + 5 * LEAST(COALESCE(cx.corroborators, 0), 3)
+                 - 5 * LEAST(COALESCE(cx.challengers, 0), 2)
+                 + CASE WHEN cx.is_preferred THEN 12 ELSE 0 END
+                 - CASE WHEN cx.is_overridden THEN 12 ELSE 0 END
+                 + CASE WHEN su.novel > 0 THEN 6 ELSE 0 END)::double precision / 20) AS edge_score
         FROM rels
         -- Supporting evidence of the edge, which must be eligible itself
         -- (same rule as default recall: active, current revision, active
@@ -553,7 +561,7 @@ BEGIN
                    AS entity_ids,
                0.2 * COALESCE((seed_scores ->> pool.root_entity_id::text)::double precision, 0)
                + (e1.edge_score + COALESCE(e2.edge_score, e1.edge_score)) / 2.0
-               - 0.2 * (pg_catalog.cardinality(pool.relationship_ids) - 1) AS score
+               - (2 * (pg_catalog.cardinality(pool.relationship_ids) - 1))::double precision / 10 AS score
         FROM pool
         JOIN edges AS e1 ON e1.relationship_id = pool.relationship_ids[1]
         LEFT JOIN edges AS e2 ON e2.relationship_id = pool.relationship_ids[2]
