@@ -243,6 +243,10 @@ densemem_searcher;
 -- explicit predicate team_id = that team. The scopes are read from the
 -- authenticated setting here; the other arguments only narrow what is read
 -- inside that team.
+-- path_json is text since session 9 (it was jsonb): CREATE OR REPLACE cannot
+-- change a result type, so the function is dropped first (nothing depends on
+-- it; its grants are given again below).
+DROP FUNCTION IF EXISTS dm_private.discovery_candidate_paths(uuid, uuid [], jsonb, uuid [], integer, integer, integer, integer, timestamptz, timestamptz, text [], text [], uuid [], uuid [], text [], text [], timestamptz);
 CREATE OR REPLACE FUNCTION dm_private.discovery_candidate_paths(
     team uuid,
     seed_ids uuid [],
@@ -262,7 +266,7 @@ CREATE OR REPLACE FUNCTION dm_private.discovery_candidate_paths(
     query_words text [],
     deadline timestamptz
 )
-RETURNS TABLE (path_relationship_ids uuid [], path_entity_ids uuid [], path_json jsonb)
+RETURNS TABLE (path_relationship_ids uuid [], path_entity_ids uuid [], path_json text)
 LANGUAGE plpgsql
 VOLATILE
 SECURITY DEFINER
@@ -273,14 +277,15 @@ DECLARE
     checked_team constant uuid := dm_private.require_team(discovery_candidate_paths.team);
     -- A predicate is relevant when hinted, or when one of its words starts
     -- with a query lexeme of three or more characters ("works_on" for
-    -- "work"): a word starts at the beginning or after an underscore, and
-    -- lexemes hold no underscore (discovery_lexemes reads "_" as a space),
-    -- so one regular expression, (^|_)(lexeme|...) with every other
-    -- character escaped, decides it per walked edge. NULL (no such lexeme)
-    -- matches nothing.
-    hit_pattern constant text := (
-        SELECT '(^|_)(' || pg_catalog.string_agg(pg_catalog.regexp_replace(ql.lexeme, '([^[:alnum:]])', '\\\1', 'g'),
-                                                 '|') || ')'
+    -- "work"): a word starts at the beginning or after an underscore, so
+    -- that is "_" || predicate containing "_" || lexeme, one LIKE pattern
+    -- per lexeme (%\_lexeme%, the lexeme's \, % and _ escaped), tested per
+    -- walked edge with LIKE ANY: the same answer as the regular expression
+    -- (^|_)(lexeme|...) used before, at a fraction of a regex execution's
+    -- cost. No such lexeme: an empty list, which matches nothing.
+    hit_likes constant text [] := ARRAY(
+        SELECT '%\_' || pg_catalog.replace(pg_catalog.replace(pg_catalog.replace(ql.lexeme, '\', '\\'), '%', '\%'),
+                                           '_', '\_') || '%'
         FROM pg_catalog.unnest(query_lexemes) AS ql (lexeme)
         WHERE pg_catalog.length(ql.lexeme) >= 3);
     -- dm_private.authenticated_scopes() written out (keep the two in step):
@@ -401,8 +406,10 @@ BEGIN
     walk AS MATERIALIZED (
         SELECT w.depth, w.relationship_id, w.parent_relationship_id, w.root_entity_id, w.subject_entity_id,
                w.predicate, w.object_entity_id, w.object_value, w.polarity, w.owner_profile_id, w.semantic_group,
-               COALESCE(w.predicate = ANY(hints) OR w.predicate OPERATOR(pg_catalog.~) hit_pattern, false) AS hit,
-               COALESCE(w.parent_predicate = ANY(hints) OR w.parent_predicate OPERATOR(pg_catalog.~) hit_pattern,
+               COALESCE(w.predicate = ANY(hints) OR ('_' || w.predicate) OPERATOR(pg_catalog.~~) ANY(hit_likes), false)
+                   AS hit,
+               COALESCE(w.parent_predicate = ANY(hints)
+                        OR ('_' || w.parent_predicate) OPERATOR(pg_catalog.~~) ANY(hit_likes),
                         false) AS parent_hit
         FROM (SELECT ws.depth, ws.relationship_id, ws.parent_relationship_id, ws.root_entity_id,
                      ws.subject_entity_id, ws.predicate, ws.object_entity_id, ws.object_value, ws.polarity,
@@ -414,13 +421,17 @@ BEGIN
     cheap_paths AS (
         SELECT ARRAY[w.relationship_id] AS relationship_ids, w.root_entity_id,
                0.2 * COALESCE((seed_scores ->> w.root_entity_id::text)::double precision, 0)
-               + CASE WHEN w.hit THEN 1.0 ELSE 0.0 END AS score
+               + CASE WHEN w.hit THEN 1.0::double precision ELSE 0.0::double precision END AS score
         FROM walk AS w
         WHERE w.depth = 1
         UNION ALL
         SELECT ARRAY[w.parent_relationship_id, w.relationship_id], w.root_entity_id,
                0.2 * COALESCE((seed_scores ->> w.root_entity_id::text)::double precision, 0)
-               + ((CASE WHEN w.parent_hit THEN 1.0 ELSE 0.0 END) + (CASE WHEN w.hit THEN 1.0 ELSE 0.0 END)) / 2.0 - 0.2
+               -- (parent hit + hit) / 2 is 0, 0.5 or 1, exact in double: no
+               -- numeric arithmetic and conversion per walked edge.
+               + CASE WHEN w.parent_hit AND w.hit THEN 1.0::double precision
+                      WHEN w.parent_hit OR w.hit THEN 0.5::double precision
+                      ELSE 0.0::double precision END - 0.2
         FROM walk AS w
         WHERE w.depth = 2
     ),
@@ -467,40 +478,48 @@ BEGIN
     ),
     edges AS MATERIALIZED (
         SELECT rels.relationship_id, su.evidence_ids, rels.subject_entity_id, rels.object_entity_id,
-               -- The SQL/JSON constructor (argument types categorized once
-               -- per statement, not per row as jsonb_build_object does);
-               -- ABSENT ON NULL at every level drops what jsonb_strip_nulls
-               -- dropped.
-               JSON_OBJECT(
-                   'relationship_id': rels.relationship_id,
-                   'subject': JSON_OBJECT('entity_id': se.entity_id, 'name': se.canonical_name
-                                          ABSENT ON NULL RETURNING jsonb),
-                   'predicate': rels.predicate,
-                   'object': CASE WHEN oe.entity_id IS NOT NULL THEN
-                       JSON_OBJECT('entity_id': oe.entity_id, 'name': oe.canonical_name
-                                   ABSENT ON NULL RETURNING jsonb) END,
-                   'object_value': rels.object_value,
-                   'polarity': rels.polarity::text,
-                   'owner_profile': CASE WHEN cx.refs IS NOT NULL OR COALESCE(cx.corroborators, 0) > 0 THEN
-                       JSON_OBJECT('profile_id': rels.owner_profile_id, 'name':
-                           (SELECT op.name FROM dm_private.profiles AS op
-                            WHERE op.team_id = team AND op.profile_id = rels.owner_profile_id)
-                           ABSENT ON NULL RETURNING jsonb) END,
-                   'preferred': CASE WHEN cx.is_preferred THEN true END,
-                   'conflicts': cx.refs
-                   ABSENT ON NULL RETURNING jsonb) AS edge_json,
-               (CASE WHEN rels.hit THEN 1.0 ELSE 0.0 END
-                + 0.4 * LEAST(
-                    (CASE WHEN pg_catalog.string_to_array(se.normalized_name, ' ') OPERATOR(pg_catalog.&&) query_words
-                          THEN 1 ELSE 0 END)
-                    + (CASE WHEN pg_catalog.string_to_array(
-                                     COALESCE(oe.normalized_name, pg_catalog.lower(pg_catalog.left(rels.object_value, 200))),
-                                     ' ') OPERATOR(pg_catalog.&&) query_words THEN 1 ELSE 0 END), 2)
-                + 0.25 * LEAST(COALESCE(cx.corroborators, 0), 3)
-                - 0.25 * LEAST(COALESCE(cx.challengers, 0), 2)
-                + CASE WHEN cx.is_preferred THEN 0.6 ELSE 0.0 END
-                - CASE WHEN cx.is_overridden THEN 0.6 ELSE 0.0 END
-                + CASE WHEN su.novel > 0 THEN 0.3 ELSE 0.0 END)::double precision AS edge_score
+               -- The edge as the text jsonb prints for it (canonical: keys in
+               -- jsonb's order, shorter first; ", " and ": " separators;
+               -- strings escaped by to_json, which jsonb's output shares), put
+               -- together by concatenation: no jsonb value is built per edge
+               -- or path (building nested jsonb objects and copying them into
+               -- arrays and paths was a tenth of a call). The caller counts
+               -- path bytes on this text and parses the chosen paths once.
+               -- Absent values are skipped by concat_ws, as ABSENT ON NULL
+               -- dropped them.
+               '{' || pg_catalog.concat_ws(', ',
+                   '"object": {"name": ' || pg_catalog.to_json(oe.canonical_name)::text
+                       || ', "entity_id": "' || oe.entity_id::text || '"}',
+                   '"subject": {"name": ' || pg_catalog.to_json(se.canonical_name)::text
+                       || ', "entity_id": "' || se.entity_id::text || '"}',
+                   '"polarity": ' || pg_catalog.to_json(rels.polarity::text)::text,
+                   '"conflicts": ' || cx.refs::text,
+                   '"predicate": ' || pg_catalog.to_json(rels.predicate)::text,
+                   CASE WHEN cx.is_preferred THEN '"preferred": true' END,
+                   '"object_value": ' || pg_catalog.to_json(rels.object_value)::text,
+                   CASE WHEN cx.refs IS NOT NULL OR COALESCE(cx.corroborators, 0) > 0 THEN
+                       '"owner_profile": {' || pg_catalog.concat_ws(', ',
+                           '"name": ' || pg_catalog.to_json(
+                               (SELECT op.name FROM dm_private.profiles AS op
+                                WHERE op.team_id = team AND op.profile_id = rels.owner_profile_id))::text,
+                           '"profile_id": "' || rels.owner_profile_id::text || '"') || '}' END,
+                   '"relationship_id": "' || rels.relationship_id::text || '"') || '}' AS edge_json,
+               -- The edge score in twentieths (every weight is a multiple of
+               -- 0.05), divided once in double precision: the double nearest
+               -- to the exact sum, as the numeric sum converted to double was
+               -- (both round correctly), without numeric arithmetic per edge.
+               ((CASE WHEN rels.hit THEN 20 ELSE 0 END
+                 + 8 * LEAST(
+                     (CASE WHEN pg_catalog.string_to_array(se.normalized_name, ' ') OPERATOR(pg_catalog.&&) query_words
+                           THEN 1 ELSE 0 END)
+                     + (CASE WHEN pg_catalog.string_to_array(
+                                      COALESCE(oe.normalized_name, pg_catalog.lower(pg_catalog.left(rels.object_value, 200))),
+                                      ' ') OPERATOR(pg_catalog.&&) query_words THEN 1 ELSE 0 END), 2)
+                 + 5 * LEAST(COALESCE(cx.corroborators, 0), 3)
+                 - 5 * LEAST(COALESCE(cx.challengers, 0), 2)
+                 + CASE WHEN cx.is_preferred THEN 12 ELSE 0 END
+                 - CASE WHEN cx.is_overridden THEN 12 ELSE 0 END
+                 + CASE WHEN su.novel > 0 THEN 6 ELSE 0 END)::double precision / 20) AS edge_score
         FROM rels
         -- Supporting evidence of the edge, which must be eligible itself
         -- (same rule as default recall: active, current revision, active
@@ -536,26 +555,25 @@ BEGIN
     ),
     paths AS (
         SELECT pool.relationship_ids,
-               CASE WHEN e2.relationship_id IS NULL THEN JSON_ARRAY(e1.edge_json RETURNING jsonb)
-                    ELSE JSON_ARRAY(e1.edge_json, e2.edge_json RETURNING jsonb) END AS edge_list,
+               e1.edge_json || COALESCE(', ' || e2.edge_json, '') AS edge_list,
                COALESCE(e1.evidence_ids, '{}') || COALESCE(e2.evidence_ids, '{}') AS evidence_ids,
                ARRAY[e1.subject_entity_id, e1.object_entity_id, e2.subject_entity_id, e2.object_entity_id]
                    AS entity_ids,
                0.2 * COALESCE((seed_scores ->> pool.root_entity_id::text)::double precision, 0)
                + (e1.edge_score + COALESCE(e2.edge_score, e1.edge_score)) / 2.0
-               - 0.2 * (pg_catalog.cardinality(pool.relationship_ids) - 1) AS score
+               - (2 * (pg_catalog.cardinality(pool.relationship_ids) - 1))::double precision / 10 AS score
         FROM pool
         JOIN edges AS e1 ON e1.relationship_id = pool.relationship_ids[1]
         LEFT JOIN edges AS e2 ON e2.relationship_id = pool.relationship_ids[2]
         WHERE pg_catalog.cardinality(pool.relationship_ids) = 1 OR e2.relationship_id IS NOT NULL
     )
     SELECT paths.relationship_ids, paths.entity_ids,
-           JSON_OBJECT(
-               'relationships': paths.edge_list,
-               'evidence_ids': pg_catalog.to_jsonb(ARRAY(
-                   SELECT DISTINCT ev.id FROM pg_catalog.unnest(paths.evidence_ids) AS ev (id)
-                   ORDER BY ev.id LIMIT 5))
-               RETURNING jsonb) AS path
+           -- {"evidence_ids": [...], "relationships": [...]} as jsonb prints it.
+           '{"evidence_ids": [' || COALESCE((
+               SELECT pg_catalog.string_agg('"' || d.id::text || '"', ', ' ORDER BY d.id)
+               FROM (SELECT DISTINCT ev.id FROM pg_catalog.unnest(paths.evidence_ids) AS ev (id)
+                     ORDER BY ev.id LIMIT 5) AS d), '')
+           || '], "relationships": [' || paths.edge_list || ']}' AS path
     FROM paths
     ORDER BY paths.score DESC, paths.relationship_ids;
 END
@@ -622,9 +640,10 @@ DECLARE
     strong_seeds boolean := false;
     team_predicates text [];
     candidate record;
-    -- The chosen paths, collected as an array and turned into one JSON
-    -- array at the end (no jsonb concatenation per chosen path).
-    chosen jsonb [] := '{}';
+    -- The chosen paths, as the text jsonb prints for each (see
+    -- discovery_candidate_paths), collected as an array and parsed into one
+    -- JSON array at the end: no jsonb value per path.
+    chosen text [] := '{}';
     chosen_relationships uuid [] := '{}';
     path_entities uuid [] := '{}';
     used_bytes integer := 2;
@@ -761,7 +780,7 @@ BEGIN
                 FROM dm_private.entities AS e
                 WHERE e.team_id = team AND e.entity_id = ANY(expand_ids)
                 UNION ALL
-                SELECT e.entity_id, 3.0
+                SELECT e.entity_id, 3.0::double precision
                 FROM dm_private.entities AS e
                 WHERE e.team_id = team AND e.entity_id = ANY(parsed_entity_ids)
                 UNION ALL
@@ -770,7 +789,7 @@ BEGIN
                 -- The parser already matched the query's names: no second name search.
                 WHERE pg_catalog.cardinality(parsed_entity_ids) = 0
                 UNION ALL
-                SELECT l.entity_id, 1.0
+                SELECT l.entity_id, 1.0::double precision
                 FROM (
                     -- Accepted links of the returned evidence to eligible (active,
                     -- validated_claim or fact) relationships: evidence_entity_links
@@ -787,7 +806,14 @@ BEGIN
                 ) AS l
             ),
             ranked AS (
-                SELECT found.entity_id, pg_catalog.max(found.score) + 0.05 * (pg_catalog.count(*) - 1) AS score
+                -- 0.05 per further mention: (count - 1) / 20 in double precision
+                -- is the double nearest to that exact decimal, as the numeric
+                -- product 0.05 * (count - 1) converted to double was (both
+                -- round correctly), without numeric arithmetic and a decimal
+                -- string conversion per entity. The branch constants above are
+                -- typed double for the same reason (no conversion per row).
+                SELECT found.entity_id,
+                       pg_catalog.max(found.score) + (pg_catalog.count(*) - 1)::double precision / 20 AS score
                 FROM found
                 GROUP BY found.entity_id
                 ORDER BY 2 DESC, found.entity_id
@@ -883,10 +909,10 @@ BEGIN
                 -- Past the deadline, keep what is chosen (at least the best path).
                 EXIT WHEN pg_catalog.cardinality(chosen) > 0 AND pg_catalog.clock_timestamp() >= deadline;
                 CONTINUE WHEN candidate.relationship_ids OPERATOR(pg_catalog.<@) chosen_relationships;
-                path_bytes := pg_catalog.octet_length(candidate.path::text) + 2;
+                path_bytes := pg_catalog.octet_length(candidate.path) + 2;
                 CONTINUE WHEN used_bytes + path_bytes > max_path_bytes;
                 used_bytes := used_bytes + path_bytes;
-                chosen := chosen || candidate.path;
+                chosen := pg_catalog.array_append(chosen, candidate.path);
                 chosen_relationships := chosen_relationships || candidate.relationship_ids;
                 path_entities := path_entities || pg_catalog.array_remove(candidate.entity_ids, NULL);
             END LOOP;
@@ -896,7 +922,8 @@ BEGIN
         END IF;
     END IF;
 
-    answer := JSON_OBJECT('discovery_paths': pg_catalog.to_jsonb(chosen) RETURNING jsonb);
+    answer := JSON_OBJECT('discovery_paths': ('[' || pg_catalog.array_to_string(chosen, ', ') || ']')::jsonb
+                          RETURNING jsonb);
 
     -- Optional: related hypotheses, in their own field. A failure omits the
     -- field and is recorded; it never fails the recall.
