@@ -473,7 +473,12 @@ def prepare_database(
                 ).fetchone()
             if row is not None and (int(row[0]), int(row[1])) == (rows, teams):
                 migrate(bench, settings.migrations_dir, settings.sql_dir)
-                return bench, 0.0, 0.0
+                # the active search-index profile may ask for more partial
+                # indexes than the database was loaded with (v3: from 1,000
+                # vectors instead of 10,000): build the missing ones
+                started = time.perf_counter()
+                built_now = refresh_partial_indexes(bench)
+                return bench, 0.0, (time.perf_counter() - started) if built_now else 0.0
         conn.execute(
             sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(BENCH_DATABASE))
         )
@@ -500,6 +505,19 @@ def prepare_database(
         conn.execute("ANALYZE dm_private.document_embeddings")
     print(f"  built {len(built)} partial HNSW indexes", file=sys.stderr)
     return bench, load_seconds, time.perf_counter() - started
+
+
+def refresh_partial_indexes(url: str) -> int:
+    """Builds the partial HNSW indexes the active search-index profile asks for and a reused
+    database lacks (dm.refresh_vector_indexes never drops or rebuilds one); the number built."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("SET maintenance_work_mem = '1GB'")
+        built = conn.execute("SELECT * FROM dm.refresh_vector_indexes()").fetchall()
+        if built:
+            conn.execute("ANALYZE dm_private.document_embeddings")
+    if built:
+        print(f"  built {len(built)} missing partial HNSW indexes", file=sys.stderr)
+    return len(built)
 
 
 def _vector_text(vector: np.ndarray) -> str:

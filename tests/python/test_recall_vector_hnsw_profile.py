@@ -42,12 +42,13 @@ def _gaussian_unit(rng: random.Random) -> list[float]:
     return [x / norm for x in v]
 
 
-def test_search_index_profile_v2_is_active_and_differs_from_v1_only_in_ef_search(admin_conn: Conn) -> None:
+def test_search_index_profile_v2_differs_from_v1_only_in_ef_search(admin_conn: Conn) -> None:
     rows = admin_conn.execute(
         "SELECT version, is_active, settings FROM dm_private.search_index_profiles ORDER BY version"
     ).fetchall()
     by_version = {r[0]: (r[1], r[2]) for r in rows}
-    assert [v for v, (active, _) in by_version.items() if active] == [2]
+    # v3 (migration 0062, test_recall_vector_profile_v3.py) is v2 with a lower index threshold
+    assert [v for v, (active, _) in by_version.items() if active] == [3]
     v1, v2 = by_version[1][1], by_version[2][1]
     assert v1["hnsw"]["ef_search"] == 200 and "ef_search_filtered" not in v1["hnsw"]
     assert v2["hnsw"]["ef_search"] == 150 and v2["hnsw"]["ef_search_filtered"] == 200
