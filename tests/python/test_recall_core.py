@@ -730,7 +730,7 @@ def test_missing_optional_embedding_degrades_and_is_recorded(admin_conn: Conn) -
         "WHERE team_id = %s ORDER BY created_at DESC LIMIT 1",
         (team,),
     ).fetchone()
-    assert row == (["vector"], "default:v9", "v2", None)
+    assert row == (["vector"], "default:v9", "v3", None)
 
 
 def test_wrong_dimension_embedding_degrades_an_optional_branch(admin_conn: Conn) -> None:
