@@ -58,55 +58,38 @@ BEGIN
         p_exact := COALESCE(pg_catalog.array_position(priority, 'exact'), 1000);
     END IF;
     IF by_priority THEN
-        -- Branch priority (and the method as it was for both before session 9).
-        -- One grouping by evidence: a branch's best rank is the min over its
-        -- hits (a repeated hit counts once), and the RRF sum adds the three
-        -- branches' terms in a fixed order. relevance is min-max over the kept
-        -- candidates (position <= cap). In RRF order the score never rises
-        -- along the order, so the worst kept score is the score at position
-        -- cap (nth_value), or the last one's (min) when fewer are kept: one
-        -- window over the whole ordered set gives the position (row_number
-        -- ignores the frame), count, best and worst: one pass over the rows,
-        -- where three windows (the position, the totals, a min filtered by
-        -- position) made three. Branch priority does not read best or worst.
-        -- The array is built in the window's order without an ORDER BY in the
-        -- aggregate: `ordered` is sorted by the window's order (position 1, 2,
-        -- ...; the window's output already is, so the planner adds no sort) and
-        -- the aggregate reads that sorted subquery as it comes (the input order
-        -- PostgreSQL's documentation gives for ordered aggregates). An ORDER BY
-        -- position sorted the ~100 composites again: 0.12 M instructions of
-        -- 1.83 M per fusion call on the LoCoMo team (session 8). tests/python/test_recall_fusion*.py and the
-        -- byte-identical captures check the order.
-        -- (rrf, the priority key and the window's sort key are computed by the
-        -- grouping itself, over its aggregates, and the window reads its columns
-        -- as they are: no projection node between the two, session 8)
+        -- Branch priority: one grouping by evidence (a branch's best rank is
+        -- the min over its hits: a repeated hit counts once), ordered by the
+        -- priority key, then evidence_id; fusion relevance is the position
+        -- from the top, (total - position + 1) / total, so this statement
+        -- needs the total (every group) and no RRF score. The array is built
+        -- in the window's order without an ORDER BY in the aggregate:
+        -- `ordered` is sorted by the window's order (the window's output
+        -- already is, so the planner adds no sort) and the aggregate reads
+        -- that sorted subquery as it comes (the input order PostgreSQL's
+        -- documentation gives for ordered aggregates; session 8).
+        -- tests/python/test_recall_fusion*.py check it against the
+        -- reference. A group with a hit of an unknown branch is counted and
+        -- reported whatever its position.
         WITH per_evidence AS (
-            SELECT g.*,
-                   CASE WHEN by_priority THEN g.priority_key::double precision ELSE -g.rrf END AS sort_key
-            FROM (
-                SELECT h.evidence_id, pg_catalog.any_value(h.document_id) AS document_id,
-                       pg_catalog.min(h.branch_rank) FILTER (WHERE h.branch = 'fulltext') AS fulltext_rank,
-                       pg_catalog.min(h.branch_rank) FILTER (WHERE h.branch = 'vector') AS vector_rank,
-                       pg_catalog.min(h.branch_rank) FILTER (WHERE h.branch = 'exact') AS exact_rank,
-                       pg_catalog.bool_or(h.branch IS DISTINCT FROM 'fulltext' AND h.branch IS DISTINCT FROM 'vector'
-                                          AND h.branch IS DISTINCT FROM 'exact') AS unknown_branch,
-                       COALESCE(w_fulltext / (k + pg_catalog.min(h.branch_rank) FILTER (WHERE h.branch = 'fulltext')), 0)
-                       + COALESCE(w_exact / (k + pg_catalog.min(h.branch_rank) FILTER (WHERE h.branch = 'exact')), 0)
-                       + COALESCE(w_vector / (k + pg_catalog.min(h.branch_rank) FILTER (WHERE h.branch = 'vector')), 0) AS rrf,
-                       LEAST(p_fulltext * 1000000 + pg_catalog.min(h.branch_rank) FILTER (WHERE h.branch = 'fulltext'),
-                             p_vector * 1000000 + pg_catalog.min(h.branch_rank) FILTER (WHERE h.branch = 'vector'),
-                             p_exact * 1000000 + pg_catalog.min(h.branch_rank) FILTER (WHERE h.branch = 'exact')) AS priority_key
-                FROM pg_catalog.unnest(hits) AS h
-                WHERE h.evidence_id IS NOT NULL
-                GROUP BY h.evidence_id
-            ) AS g
+            SELECT h.evidence_id, pg_catalog.any_value(h.document_id) AS document_id,
+                   pg_catalog.min(h.branch_rank) FILTER (WHERE h.branch = 'fulltext') AS fulltext_rank,
+                   pg_catalog.min(h.branch_rank) FILTER (WHERE h.branch = 'vector') AS vector_rank,
+                   pg_catalog.min(h.branch_rank) FILTER (WHERE h.branch = 'exact') AS exact_rank,
+                   pg_catalog.bool_or(h.branch IS DISTINCT FROM 'fulltext' AND h.branch IS DISTINCT FROM 'vector'
+                                      AND h.branch IS DISTINCT FROM 'exact') AS unknown_branch,
+                   LEAST(p_fulltext * 1000000 + pg_catalog.min(h.branch_rank) FILTER (WHERE h.branch = 'fulltext'),
+                         p_vector * 1000000 + pg_catalog.min(h.branch_rank) FILTER (WHERE h.branch = 'vector'),
+                         p_exact * 1000000 + pg_catalog.min(h.branch_rank) FILTER (WHERE h.branch = 'exact'))
+                       ::double precision AS sort_key
+            FROM pg_catalog.unnest(hits) AS h
+            WHERE h.evidence_id IS NOT NULL
+            GROUP BY h.evidence_id
         ),
         ordered AS (
             SELECT e.*,
                    pg_catalog.row_number() OVER whole AS position,
-                   pg_catalog.count(*) OVER whole AS total,
-                   pg_catalog.max(e.rrf) OVER whole AS best_rrf,
-                   COALESCE(pg_catalog.nth_value(e.rrf, GREATEST(cap, 1)) OVER whole, pg_catalog.min(e.rrf) OVER whole) AS worst_rrf
+                   pg_catalog.count(*) OVER whole AS total
             FROM per_evidence AS e
             WINDOW whole AS (ORDER BY e.sort_key, e.evidence_id
                              ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)
@@ -115,10 +98,8 @@ BEGIN
         )
         SELECT pg_catalog.array_agg(ROW(
                    o.document_id, o.evidence_id,
-                   CASE WHEN by_priority THEN (o.total - o.position + 1)::double precision / o.total ELSE o.rrf END,
-                   CASE WHEN by_priority THEN (o.total - o.position + 1)::double precision / o.total
-                        WHEN o.best_rrf = o.worst_rrf THEN 1.0
-                        ELSE (o.rrf - o.worst_rrf) / (o.best_rrf - o.worst_rrf) END,
+                   (o.total - o.position + 1)::double precision / o.total,
+                   (o.total - o.position + 1)::double precision / o.total,
                    o.fulltext_rank::integer, o.vector_rank::integer, o.exact_rank::integer, o.position::integer
                )::dm_private.recall_fused) FILTER (WHERE o.position <= cap),
                pg_catalog.bool_or(o.unknown_branch)
