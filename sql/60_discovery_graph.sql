@@ -122,6 +122,9 @@ DECLARE
     exact_found integer;
     trgm_limit double precision;
     lexeme_keys text [];
+    words text [];
+    word_count integer;
+    ngram text;
 BEGIN
     -- dm_private.authenticated_team_id()'s expression written out, as
     -- require_team does (a SQL function with its own SET search_path runs
@@ -133,7 +136,133 @@ BEGIN
     IF seed_limit IS NULL OR seed_limit < 1 THEN
         RETURN;
     END IF;
-    ngrams := dm_private.discovery_name_ngrams(query);
+    -- dm_private.discovery_name_ngrams(query) written out (keep the two in
+    -- step): the same loop without a function call and its SET search_path.
+    words := (pg_catalog.regexp_split_to_array(
+                  pg_catalog.btrim(pg_catalog.regexp_replace(
+                      pg_catalog.regexp_replace(pg_catalog.lower(pg_catalog.left(COALESCE(query, ''), 2000)),
+                                                '''s\M', '', 'g'),
+                      '[?!,;:"()\[\]{}]+|\.(\s|$)|\s''|''(\s|$)|^''', ' ', 'g')),
+                  '\s+'))[1:32];
+    word_count := COALESCE(pg_catalog.cardinality(words), 0);
+    ngrams := '{}';
+    FOR i IN 1 .. word_count LOOP
+        CONTINUE WHEN words[i] = '';
+        ngram := words[i];
+        ngrams := ngrams || ngram;
+        FOR j IN i + 1 .. LEAST(i + 3, word_count) LOOP
+            ngram := ngram || ' ' || words[j];
+            ngrams := ngrams || ngram;
+        END LOOP;
+    END LOOP;
+
+    -- The common call from recall (no query embedding, a positive trigram
+    -- threshold, and a query without a quote or a backslash, so that no
+    -- lexeme holds one and every lexeme spells the same in a tsquery): the
+    -- exact lookup, the fuzzy words and lexemes, and the fuzzy / full-text
+    -- lookup as ONE statement (three below), with the same rows in the same
+    -- order. The exact matches come first; the fuzzy / full-text part is
+    -- gated by "no exact match" (a one-time filter: it runs, and its CTEs
+    -- are read, only when the exact lookup found nothing, as the separate
+    -- statements did). Any other call takes the statements below.
+    IF query_embedding IS NULL AND public.show_limit() > 0
+       AND pg_catalog.strpos(COALESCE(query, ''), '''') = 0 AND pg_catalog.strpos(COALESCE(query, ''), '\') = 0 THEN
+        RETURN QUERY
+        WITH exact AS MATERIALIZED (
+            SELECT x.entity_id, x.score
+            FROM (
+                SELECT n.entity_id,
+                       pg_catalog.max(2.0 + 0.1 * pg_catalog.array_length(pg_catalog.string_to_array(n.normalized_name, ' '), 1))
+                           ::double precision AS score
+                FROM dm_private.entity_names AS n
+                WHERE n.team_id = seed_team_id
+                  AND n.normalized_name = ANY(ngrams)
+                GROUP BY n.entity_id
+            ) AS x
+            ORDER BY x.score DESC, x.entity_id
+            LIMIT seed_limit
+        ),
+        -- The fuzzy words, the threshold and the query's lexemes as an OR
+        -- query and as team-qualified index keys (the statement "The fuzzy
+        -- words, ..." below; no lexeme holds a quote or a backslash here).
+        lx AS MATERIALIZED (
+            SELECT ARRAY(
+                       SELECT g.word
+                       FROM pg_catalog.unnest(ngrams) AS g (word)
+                       WHERE pg_catalog.strpos(g.word, ' ') = 0
+                         AND pg_catalog.length(g.word) >= 5
+                         AND pg_catalog.length(pg_catalog.to_tsvector('english'::regconfig, g.word)) > 0
+                       ORDER BY pg_catalog.length(g.word) DESC, g.word
+                       LIMIT 5) AS fuzzy_words,
+                   public.show_limit() AS trgm_limit,
+                   pg_catalog.string_agg(pg_catalog.quote_literal(l.lexeme), ' | ')::tsquery AS or_query,
+                   pg_catalog.array_agg(pg_catalog.left(seed_team_id::text, 8) || l.lexeme) AS lexeme_keys
+            FROM pg_catalog.unnest(pg_catalog.tsvector_to_array(pg_catalog.to_tsvector('english'::regconfig,
+                     pg_catalog.replace(pg_catalog.left(COALESCE(query, ''), 2000), '_', ' ')))) AS l (lexeme)
+        ),
+        fuzzy AS (
+            -- Misspellings, as in the statement below (the threshold is
+            -- positive here, so every word has a probe).
+            SELECT f.entity_id, 1.5 * f.sim AS score
+            FROM (
+                SELECT w.word,
+                       ARRAY(
+                           SELECT pg_catalog.left(seed_team_id::text, 8) || t.trigram
+                           FROM pg_catalog.unnest(public.show_trgm(w.word)) AS t (trigram)
+                           ORDER BY CASE WHEN pg_catalog.starts_with(t.trigram, '  ') THEN 0
+                                         WHEN pg_catalog.starts_with(t.trigram, ' ') THEN 1
+                                         ELSE 2 END, t.trigram
+                           OFFSET GREATEST(pg_catalog.ceil(w.trgm_limit * pg_catalog.cardinality(public.show_trgm(w.word))
+                                                           - 0.001)::integer, 1) - 1) AS probe
+                FROM (SELECT u.word, lx.trgm_limit
+                      FROM lx CROSS JOIN LATERAL pg_catalog.unnest(lx.fuzzy_words) AS u (word)) AS w
+            ) AS g
+            CROSS JOIN LATERAL (
+                SELECT c.entity_id, public.similarity(c.normalized_name, g.word) AS sim
+                FROM (
+                    SELECT n.entity_id, n.normalized_name
+                    FROM dm_private.entity_names AS n
+                    WHERE dm_private.entity_name_team_trigrams(n.team_id, n.normalized_name)
+                          OPERATOR(pg_catalog.&&) g.probe
+                      AND (n.team_id = seed_team_id) IS TRUE
+                      AND (n.normalized_name OPERATOR(public.%) g.word) IS TRUE
+                    LIMIT 20
+                ) AS c
+                ORDER BY 2 DESC, c.entity_id
+                LIMIT 3
+            ) AS f
+            WHERE f.sim >= 0.5
+        ),
+        fulltext AS (
+            -- Entity documents sharing a lexeme with the query, as below.
+            SELECT d.subject_id AS entity_id,
+                   1.0 + LEAST(pg_catalog.ts_rank_cd(d.search_vector, (SELECT lx.or_query FROM lx)), 0.5) AS score
+            FROM (
+                SELECT sd.subject_id, sd.search_vector
+                FROM dm_private.search_documents AS sd
+                WHERE dm_private.search_team_lexemes(sd.team_id, sd.search_vector)
+                      OPERATOR(pg_catalog.&&) (SELECT lx.lexeme_keys FROM lx)
+                  AND (sd.team_id = seed_team_id) IS TRUE
+                  AND (sd.search_vector OPERATOR(pg_catalog.@@) (SELECT lx.or_query FROM lx)) IS TRUE
+                  AND sd.subject_kind = 'entity'::dm_private.subject_kind
+                LIMIT 50
+            ) AS d
+        ),
+        found AS (
+            SELECT fuzzy.entity_id, fuzzy.score FROM fuzzy
+            UNION ALL SELECT fulltext.entity_id, fulltext.score FROM fulltext
+        )
+        SELECT exact.entity_id, exact.score FROM exact
+        UNION ALL
+        (SELECT found.entity_id, (pg_catalog.max(found.score) + 0.05 * (pg_catalog.count(*) - 1))::double precision
+         FROM found
+         JOIN dm_private.entities AS e ON e.team_id = seed_team_id AND e.entity_id = found.entity_id
+         WHERE NOT EXISTS (SELECT 1 FROM exact)
+         GROUP BY found.entity_id
+         ORDER BY 2 DESC, found.entity_id
+         LIMIT seed_limit);
+        RETURN;
+    END IF;
 
     -- Names and aliases spelled as in the query: the strongest signal,
     -- longer names first ("dense mem" over "mem").

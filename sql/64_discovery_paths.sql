@@ -310,10 +310,14 @@ BEGIN
     -- than a column carried through every row.
     WITH RECURSIVE walk_steps (depth, relationship_id, from_entity_id, to_entity_id, parent_relationship_id,
                          root_entity_id, outgoing, subject_entity_id, predicate, object_entity_id, object_value,
-                         polarity, owner_profile_id, semantic_group, parent_predicate, is_cycle) AS (
+                         polarity, owner_profile_id, semantic_group, parent_predicate, is_cycle, root_score) AS (
+        -- root_score: the seed's score, read from seed_scores once per seed
+        -- and carried along (it was read per walked edge and per path: a
+        -- jsonb lookup and a text-to-double conversion each time).
         SELECT 0, NULL::uuid, NULL::uuid, s.entity_id, NULL::uuid, s.entity_id, NULL::boolean,
                NULL::uuid, NULL::text, NULL::uuid, NULL::text, NULL::dm_private.relationship_polarity, NULL::uuid,
-               NULL::text, NULL::text, false
+               NULL::text, NULL::text, false,
+               COALESCE((seed_scores ->> s.entity_id::text)::double precision, 0)
         FROM (SELECT DISTINCT u.entity_id FROM pg_catalog.unnest(seed_ids) AS u (entity_id)
               WHERE u.entity_id IS NOT NULL) AS s
         UNION ALL
@@ -324,7 +328,8 @@ BEGIN
                -- two hops a path is (root, entity expanded), so a row revisits
                -- its path exactly when it reaches one of those two; a literal
                -- object (NULL entity) never does.
-               COALESCE(x.next_entity_id = w.root_entity_id OR x.next_entity_id = w.to_entity_id, false)
+               COALESCE(x.next_entity_id = w.root_entity_id OR x.next_entity_id = w.to_entity_id, false),
+               w.root_score
         FROM walk_steps AS w
         CROSS JOIN LATERAL (
             SELECT y.*
@@ -410,23 +415,24 @@ BEGIN
                    AS hit,
                COALESCE(w.parent_predicate = ANY(hints)
                         OR ('_' || w.parent_predicate) OPERATOR(pg_catalog.~~) ANY(hit_likes),
-                        false) AS parent_hit
+                        false) AS parent_hit,
+               w.root_score
         FROM (SELECT ws.depth, ws.relationship_id, ws.parent_relationship_id, ws.root_entity_id,
                      ws.subject_entity_id, ws.predicate, ws.object_entity_id, ws.object_value, ws.polarity,
-                     ws.owner_profile_id, ws.semantic_group, ws.parent_predicate
+                     ws.owner_profile_id, ws.semantic_group, ws.parent_predicate, ws.root_score
               FROM walk_steps AS ws
               WHERE ws.depth > 0 AND NOT ws.is_cycle
               LIMIT GREATEST(walk_edges, 0)) AS w
     ),
     cheap_paths AS (
-        SELECT ARRAY[w.relationship_id] AS relationship_ids, w.root_entity_id,
-               0.2 * COALESCE((seed_scores ->> w.root_entity_id::text)::double precision, 0)
+        SELECT ARRAY[w.relationship_id] AS relationship_ids, w.root_entity_id, w.root_score,
+               0.2 * w.root_score
                + CASE WHEN w.hit THEN 1.0::double precision ELSE 0.0::double precision END AS score
         FROM walk AS w
         WHERE w.depth = 1
         UNION ALL
-        SELECT ARRAY[w.parent_relationship_id, w.relationship_id], w.root_entity_id,
-               0.2 * COALESCE((seed_scores ->> w.root_entity_id::text)::double precision, 0)
+        SELECT ARRAY[w.parent_relationship_id, w.relationship_id], w.root_entity_id, w.root_score,
+               0.2 * w.root_score
                -- (parent hit + hit) / 2 is 0, 0.5 or 1, exact in double: no
                -- numeric arithmetic and conversion per walked edge.
                + CASE WHEN w.parent_hit AND w.hit THEN 1.0::double precision
@@ -436,7 +442,7 @@ BEGIN
         WHERE w.depth = 2
     ),
     pool AS MATERIALIZED (
-        SELECT d.relationship_ids, d.root_entity_id
+        SELECT d.relationship_ids, d.root_entity_id, d.root_score
         FROM (SELECT DISTINCT ON (cp.relationship_ids) cp.*
               FROM cheap_paths AS cp
               ORDER BY cp.relationship_ids, cp.score DESC) AS d
@@ -559,7 +565,7 @@ BEGIN
                COALESCE(e1.evidence_ids, '{}') || COALESCE(e2.evidence_ids, '{}') AS evidence_ids,
                ARRAY[e1.subject_entity_id, e1.object_entity_id, e2.subject_entity_id, e2.object_entity_id]
                    AS entity_ids,
-               0.2 * COALESCE((seed_scores ->> pool.root_entity_id::text)::double precision, 0)
+               0.2 * pool.root_score
                + (e1.edge_score + COALESCE(e2.edge_score, e1.edge_score)) / 2.0
                - (2 * (pg_catalog.cardinality(pool.relationship_ids) - 1))::double precision / 10 AS score
         FROM pool
@@ -650,6 +656,8 @@ DECLARE
     path_bytes integer;
     degraded text [] := '{}';
     answer jsonb;
+    -- The optional fields (related_hypotheses, communities) when asked for.
+    extras jsonb;
     result_limit integer;
     want_hypotheses boolean;
     graph_less boolean := false;
@@ -922,9 +930,6 @@ BEGIN
         END IF;
     END IF;
 
-    answer := JSON_OBJECT('discovery_paths': ('[' || pg_catalog.array_to_string(chosen, ', ') || ']')::jsonb
-                          RETURNING jsonb);
-
     -- Optional: related hypotheses, in their own field. A failure omits the
     -- field and is recorded; it never fails the recall.
     want_hypotheses := COALESCE(CASE WHEN pg_catalog.jsonb_typeof(req -> 'include_hypotheses') = 'boolean'
@@ -933,7 +938,7 @@ BEGIN
                                         THEN (settings #>> '{hypotheses,enabled}')::boolean END, false);
     IF want_hypotheses THEN
         BEGIN
-            answer := answer || pg_catalog.jsonb_build_object('related_hypotheses',
+            extras := COALESCE(extras, '{}'::jsonb) || pg_catalog.jsonb_build_object('related_hypotheses',
                 dm_private.discovery_hypotheses(team, query, returned,
                                                 dm_private.discovery_setting(settings -> 'hypotheses', 'limit', 3, 0, 20)));
         EXCEPTION WHEN OTHERS THEN
@@ -949,7 +954,7 @@ BEGIN
                                       THEN (req ->> 'limit')::numeric::integer END,
                                  dm_private.discovery_setting(settings -> 'budgets', 'default_limit', 10, 1, 50));
         BEGIN
-            answer := answer || pg_catalog.jsonb_build_object('communities',
+            extras := COALESCE(extras, '{}'::jsonb) || pg_catalog.jsonb_build_object('communities',
                 dm_private.discovery_communities(
                     team, seed_ids || path_entities,
                     LEAST(GREATEST(result_limit - pg_catalog.cardinality(returned), 0),
@@ -959,7 +964,18 @@ BEGIN
         END;
     END IF;
 
-    RETURN answer || pg_catalog.jsonb_build_object('degraded', pg_catalog.to_jsonb(degraded));
+    -- The answer parsed once from text: {"degraded": [...], "discovery_paths":
+    -- [...]} (the chosen paths are the text jsonb prints for each). Building
+    -- it as JSON_OBJECT('discovery_paths': parsed array) and then adding
+    -- "degraded" with || deserialized and re-encoded every token of the
+    -- paths twice more; jsonb orders an object's keys itself, so the value is
+    -- the same. The optional fields, when asked for, are added after.
+    answer := ('{"degraded": ' || pg_catalog.to_json(degraded)::text
+               || ', "discovery_paths": [' || pg_catalog.array_to_string(chosen, ', ') || ']}')::jsonb;
+    IF extras IS NOT NULL THEN
+        RETURN answer || extras;
+    END IF;
+    RETURN answer;
 END
 $$;
 -- The agreed signature (DEVELOPERS.md), called by dm.recall_memory after the
