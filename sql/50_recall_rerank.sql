@@ -180,6 +180,17 @@ DECLARE
     best_value double precision;
     cand integer [];
     rel double precision [];
+    -- per-call constants of the scoring statements, computed once here with
+    -- the statements' own expressions (the same operations on the same
+    -- values: the same bits), instead of once per candidate row; each
+    -- operator left in a statement also costs its executor start-up a
+    -- function look-up and an EXECUTE permission check (session 10)
+    mix_total double precision;
+    lifting boolean;
+    lift_none double precision;
+    plain_frequency double precision;
+    support_none double precision;
+    temporal_none double precision;
     keep double precision;
 BEGIN
     ordered_ids := '{}';
@@ -215,6 +226,7 @@ BEGIN
     IF all_q IS NULL THEN mix_exact := 0; END IF;
     IF mix_content < 0 THEN mix_content := 0; END IF;
     IF mix_fusion + mix_phrase + mix_exact + mix_content <= 0 THEN mix_fusion := 1; END IF;
+    mix_total := mix_fusion + mix_phrase + mix_exact + mix_content;
     -- a signal weighted by 0 in the relevance mix adds 0 * signal = 0 (+0,
     -- or -0 for a weight of -0, whatever the signal in [0, 1]) to the
     -- relevance: without explain (which shows it) it is not computed (the
@@ -236,6 +248,9 @@ BEGIN
         lift_weight := GREATEST(lift_weight, 0);
         radius := LEAST(GREATEST(COALESCE((settings #>> '{context,radius}')::integer, 1), 1), 5);
     END IF;
+    lifting := lift_weight > 0;
+    -- the lift of an empty frame (a candidate without group or sequence)
+    lift_none := lift_weight * COALESCE(GREATEST(NULL::double precision, 0), 0);
     -- (the EXISTS only when a snapshot is named: an expression with a
     -- subquery is a statement of its own, run even when snapshot IS NULL)
     IF snapshot IS NOT NULL THEN
@@ -293,6 +308,14 @@ BEGIN
         AND NOT EXISTS (SELECT 1 FROM dm_private.relationship_evidence AS re WHERE re.team_id = team);
 
     IF plain THEN
+        -- the plain statements' constant signals and terms (their former
+        -- per-row expressions: no usage counts, no support, and without a
+        -- temporal intent no temporal signal)
+        plain_frequency := LEAST(1.0, (COALESCE(NULL::bigint, 0) + prior_used)
+                                      / (COALESCE(NULL::bigint, 0) + GREATEST(prior_retrieved, prior_used, 1)))
+                           ::double precision;
+        support_none := w_support * COALESCE(NULL::double precision, 0);
+        temporal_none := w_temporal * COALESCE(NULL::double precision, 0.0);
         -- no usage snapshot and no supporting relationship in the team: the
         -- statements below have no usage and support CTEs and no joins
         -- (the signals they feed are the same expressions over NULLs: the
@@ -304,8 +327,12 @@ BEGIN
                 -- reads the documents, so they are neither collected by one
                 -- array-key scan nor materialized and hashed for the join.
                 -- Every expression is the full statement's (features, anchored).
-                SELECT f.document_id, f.evidence_id, f.relevance AS fused_relevance,
-                       f.fulltext_rank, f.vector_rank, f.exact_rank, f.fusion_rank,
+                SELECT (u.f).document_id, (u.f).evidence_id, (u.f).relevance AS fused_relevance,
+                       -- the branch ranks, shown only in the scored rows
+                       CASE WHEN with_rows THEN (u.f).fulltext_rank END AS fulltext_rank,
+                       CASE WHEN with_rows THEN (u.f).vector_rank END AS vector_rank,
+                       CASE WHEN with_rows THEN (u.f).exact_rank END AS exact_rank,
+                       CASE WHEN with_rows THEN (u.f).fusion_rank END AS fusion_rank,
                        x.memory_type, x.source_created_at, x.sequence_number, x.source_group,
                        x.document_version, x.source_version,
                        COALESCE(x.importance, 0.5)::double precision AS importance,
@@ -328,12 +355,17 @@ BEGIN
                        pg_catalog.octet_length(x.body) AS body_bytes,
                        x.body,  -- hashed after the pool's cut (below)
                        CASE WHEN with_rows THEN pg_catalog.md5(x.body) END AS body_key
-                FROM pg_catalog.unnest(fused) AS f
+                -- unnest in a select list (a ProjectSet): the fused composites one
+                -- by one, in the array's order, where a function scan stored every
+                -- row, split into its eight columns, in a tuplestore first
+                -- (session 10)
+                FROM (SELECT pg_catalog.unnest(fused) AS f) AS u
                 JOIN dm_private.search_documents AS x
                   -- by the primary key (team_id, document_id): two uuids compared per
                   -- index tuple instead of the subject key's uuid, enum and uuid (the
                   -- subject test, IS TRUE, is a filter: not an index condition)
-                  ON x.team_id = team AND x.document_id = f.document_id AND (x.subject_id = f.evidence_id) IS TRUE
+                  ON x.team_id = team AND x.document_id = (u.f).document_id
+                 AND (x.subject_id = (u.f).evidence_id) IS TRUE
                 WHERE x.subject_kind = 'evidence'
                   AND x.policy_labels <@ scopes
             ),
@@ -344,7 +376,7 @@ BEGIN
                         + mix_phrase * a.phrase
                         + mix_exact * a.exact_terms
                         + mix_content * a.content)
-                       / (mix_fusion + mix_phrase + mix_exact + mix_content) AS relevance,
+                       / mix_total AS relevance,
                        CASE
                            WHEN a.half_life IS NULL THEN 1.0
                            WHEN a.source_created_at IS NOT NULL THEN
@@ -362,9 +394,7 @@ BEGIN
                                               / a.half_life))
                        END::double precision AS recency,
                        LEAST(1.0, GREATEST(0.0, a.importance)) AS importance,
-                       LEAST(1.0, (COALESCE(NULL::bigint, 0) + prior_used)
-                                  / (COALESCE(NULL::bigint, 0) + GREATEST(prior_retrieved, prior_used, 1)))
-                           ::double precision AS frequency,
+                       plain_frequency AS frequency,
                        CASE WHEN with_hops
                             THEN COALESCE(pg_catalog.power(0.5, (hops ->> a.evidence_id::text)::double precision), 0)
                             ELSE 0 END::double precision AS proximity,
@@ -393,8 +423,8 @@ BEGIN
                        s.document_version, s.source_version, s.body, s.relevance,
                        w_rel * s.relevance + w_rec * s.recency + w_imp * s.importance + w_frq * s.frequency
                        + w_prx * s.proximity + w_conf * s.confidence
-                       + w_support * s.support * s.relevance
-                       + w_temporal * s.temporal AS score,
+                       + support_none * s.relevance
+                       + temporal_none AS score,
                        CASE WHEN with_rows THEN
                            ROW(s.document_id, s.evidence_id, s.relevance::double precision, s.recency::double precision,
                                s.importance::double precision, s.frequency::double precision,
@@ -419,14 +449,14 @@ BEGIN
                 -- (deterministic), without locale-aware comparisons in the sort; the
                 -- order of partitions changes nothing.
                 SELECT s.*,
-                       CASE WHEN lift_weight > 0 THEN
-                           s.score + lift_weight * COALESCE(GREATEST(NULL::double precision, 0), 0)
+                       CASE WHEN lifting THEN
+                           s.score + lift_none
                        ELSE s.score END AS final_score
                 FROM scored_rows AS s
                 WHERE s.source_group IS NULL OR s.sequence_number IS NULL
                 UNION ALL
                 SELECT s.*,
-                       CASE WHEN lift_weight > 0 THEN
+                       CASE WHEN lifting THEN
                            s.score + lift_weight * COALESCE(GREATEST(
                                pg_catalog.max(s.relevance) OVER (
                                    PARTITION BY s.source_group COLLATE "C"
@@ -469,8 +499,12 @@ BEGIN
                 -- reads the documents, so they are neither collected by one
                 -- array-key scan nor materialized and hashed for the join.
                 -- Every expression is the full statement's (features, anchored).
-                SELECT f.document_id, f.evidence_id, f.relevance AS fused_relevance,
-                       f.fulltext_rank, f.vector_rank, f.exact_rank, f.fusion_rank,
+                SELECT (u.f).document_id, (u.f).evidence_id, (u.f).relevance AS fused_relevance,
+                       -- the branch ranks, shown only in the scored rows
+                       CASE WHEN with_rows THEN (u.f).fulltext_rank END AS fulltext_rank,
+                       CASE WHEN with_rows THEN (u.f).vector_rank END AS vector_rank,
+                       CASE WHEN with_rows THEN (u.f).exact_rank END AS exact_rank,
+                       CASE WHEN with_rows THEN (u.f).fusion_rank END AS fusion_rank,
                        x.memory_type, x.source_created_at, x.sequence_number, x.source_group,
                        x.document_version, x.source_version,
                        COALESCE(x.importance, 0.5)::double precision AS importance,
@@ -493,12 +527,17 @@ BEGIN
                        pg_catalog.octet_length(x.body) AS body_bytes,
                        x.body,  -- hashed after the pool's cut (below)
                        CASE WHEN with_rows THEN pg_catalog.md5(x.body) END AS body_key
-                FROM pg_catalog.unnest(fused) AS f
+                -- unnest in a select list (a ProjectSet): the fused composites one
+                -- by one, in the array's order, where a function scan stored every
+                -- row, split into its eight columns, in a tuplestore first
+                -- (session 10)
+                FROM (SELECT pg_catalog.unnest(fused) AS f) AS u
                 JOIN dm_private.search_documents AS x
                   -- by the primary key (team_id, document_id): two uuids compared per
                   -- index tuple instead of the subject key's uuid, enum and uuid (the
                   -- subject test, IS TRUE, is a filter: not an index condition)
-                  ON x.team_id = team AND x.document_id = f.document_id AND (x.subject_id = f.evidence_id) IS TRUE
+                  ON x.team_id = team AND x.document_id = (u.f).document_id
+                 AND (x.subject_id = (u.f).evidence_id) IS TRUE
                 WHERE x.subject_kind = 'evidence'
                   AND x.policy_labels <@ scopes
             ),
@@ -509,7 +548,7 @@ BEGIN
                         + mix_phrase * a.phrase
                         + mix_exact * a.exact_terms
                         + mix_content * a.content)
-                       / (mix_fusion + mix_phrase + mix_exact + mix_content) AS relevance,
+                       / mix_total AS relevance,
                        CASE
                            WHEN a.half_life IS NULL THEN 1.0
                            WHEN a.source_created_at IS NOT NULL THEN
@@ -527,9 +566,7 @@ BEGIN
                                               / a.half_life))
                        END::double precision AS recency,
                        LEAST(1.0, GREATEST(0.0, a.importance)) AS importance,
-                       LEAST(1.0, (COALESCE(NULL::bigint, 0) + prior_used)
-                                  / (COALESCE(NULL::bigint, 0) + GREATEST(prior_retrieved, prior_used, 1)))
-                           ::double precision AS frequency,
+                       plain_frequency AS frequency,
                        CASE WHEN with_hops
                             THEN COALESCE(pg_catalog.power(0.5, (hops ->> a.evidence_id::text)::double precision), 0)
                             ELSE 0 END::double precision AS proximity,
@@ -568,7 +605,7 @@ BEGIN
                        s.document_version, s.source_version, s.body, s.relevance,
                        w_rel * s.relevance + w_rec * s.recency + w_imp * s.importance + w_frq * s.frequency
                        + w_prx * s.proximity + w_conf * s.confidence
-                       + w_support * s.support * s.relevance
+                       + support_none * s.relevance
                        + w_temporal * s.temporal AS score,
                        CASE WHEN with_rows THEN
                            ROW(s.document_id, s.evidence_id, s.relevance::double precision, s.recency::double precision,
@@ -594,14 +631,14 @@ BEGIN
                 -- (deterministic), without locale-aware comparisons in the sort; the
                 -- order of partitions changes nothing.
                 SELECT s.*,
-                       CASE WHEN lift_weight > 0 THEN
-                           s.score + lift_weight * COALESCE(GREATEST(NULL::double precision, 0), 0)
+                       CASE WHEN lifting THEN
+                           s.score + lift_none
                        ELSE s.score END AS final_score
                 FROM scored_rows AS s
                 WHERE s.source_group IS NULL OR s.sequence_number IS NULL
                 UNION ALL
                 SELECT s.*,
-                       CASE WHEN lift_weight > 0 THEN
+                       CASE WHEN lifting THEN
                            s.score + lift_weight * COALESCE(GREATEST(
                                pg_catalog.max(s.relevance) OVER (
                                    PARTITION BY s.source_group COLLATE "C"
@@ -706,7 +743,7 @@ BEGIN
                     + mix_phrase * a.phrase
                     + mix_exact * a.exact_terms
                     + mix_content * a.content)
-                   / (mix_fusion + mix_phrase + mix_exact + mix_content) AS relevance,
+                   / mix_total AS relevance,
                    CASE
                        WHEN a.half_life IS NULL THEN 1.0
                        WHEN a.source_created_at IS NOT NULL THEN
@@ -796,14 +833,14 @@ BEGIN
             -- (deterministic), without locale-aware comparisons in the sort; the
             -- order of partitions changes nothing.
             SELECT s.*,
-                   CASE WHEN lift_weight > 0 THEN
-                       s.score + lift_weight * COALESCE(GREATEST(NULL::double precision, 0), 0)
+                   CASE WHEN lifting THEN
+                       s.score + lift_none
                    ELSE s.score END AS final_score
             FROM scored_rows AS s
             WHERE s.source_group IS NULL OR s.sequence_number IS NULL
             UNION ALL
             SELECT s.*,
-                   CASE WHEN lift_weight > 0 THEN
+                   CASE WHEN lifting THEN
                        s.score + lift_weight * COALESCE(GREATEST(
                            pg_catalog.max(s.relevance) OVER (
                                PARTITION BY s.source_group COLLATE "C"
