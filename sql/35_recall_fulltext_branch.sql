@@ -154,6 +154,12 @@ DECLARE
     scan_q tsquery;
     scan_keys text [];
     all_keys text [];
+    -- the choice of the keyed all-terms pass's keys (below)
+    key_factor double precision;
+    all_matches double precision;
+    read_share double precision;
+    candidates double precision;
+    chosen_keys text [];
     term_queries tsquery [];
     idfs double precision [];
     term_count integer;
@@ -358,6 +364,47 @@ BEGIN
             FROM pg_catalog.regexp_matches(all_text, '''((?:[^'']|'''')+)''', 'g') AS m (x));
         IF pg_catalog.cardinality(all_keys) = 0 THEN
             all_keys := NULL;
+        END IF;
+        -- The keyed all-terms pass looks up only the keys worth their
+        -- posting lists (session 10). A GIN bitmap scan decodes every
+        -- posting entry of every key it is given and intersects them
+        -- before the first heap row is read: a lexeme most of a large team
+        -- holds ("residence": 15,000 entries in a team of 16,699) cost
+        -- millions of instructions per call, team-size work, to narrow the
+        -- candidates by a few rows. @@ all_q decides which documents match,
+        -- so any subset of the keys selects a superset of the matches, in
+        -- the same heap order, and the pass's LIMIT keeps the same rows;
+        -- only the cost changes. Rarest first (the statistics' order), the
+        -- rarest always; the next key joins while its frequency is at most
+        -- fulltext.key_factor times the heap rows it would save, those
+        -- estimated as if the lexemes were independent: the candidates of
+        -- the keys so far, of which the pass reads the share that holds
+        -- its first `budget` matches. Only when every key's frequency is
+        -- known (a key the statistics do not list keeps all of them).
+        IF all_keys IS NOT NULL AND pg_catalog.cardinality(all_keys) > 1 AND all_keys <@ term_keys THEN
+            key_factor := COALESCE((settings #>> '{fulltext,key_factor}')::double precision, 16.0);
+            all_matches := team_documents;
+            FOR i IN 1..held_lexemes LOOP
+                IF term_keys[i] = ANY (all_keys) THEN
+                    all_matches := all_matches * term_dfs[i]::double precision / team_documents;
+                END IF;
+            END LOOP;
+            read_share := LEAST(1.0, budget / GREATEST(all_matches, 1e-9));
+            chosen_keys := NULL;
+            FOR i IN 1..held_lexemes LOOP
+                CONTINUE WHEN NOT (term_keys[i] = ANY (all_keys));
+                IF chosen_keys IS NULL THEN
+                    chosen_keys := ARRAY[term_keys[i]];
+                    candidates := term_dfs[i]::double precision;
+                ELSE
+                    EXIT WHEN term_dfs[i]::double precision
+                              > key_factor * (candidates - candidates * term_dfs[i]::double precision / team_documents)
+                                * read_share;
+                    chosen_keys := chosen_keys || term_keys[i];
+                    candidates := candidates * term_dfs[i]::double precision / team_documents;
+                END IF;
+            END LOOP;
+            all_keys := chosen_keys;
         END IF;
     END IF;
     -- Dense passes (search_documents_team_order_idx, migration 0053): a
