@@ -1058,7 +1058,7 @@ DECLARE
     -- Checked first, as an expression (PERFORM would run a whole query);
     -- the service's case without a call, as in dm_private.parse_query_names.
     checked_team constant uuid := CASE
-        WHEN match_team_id = NULLIF(pg_catalog.current_setting('densemem.team_id', true), '')::uuid
+        WHEN pg_catalog.current_setting('densemem.team_id', true) = match_team_id::text
              AND pg_catalog.pg_has_role(session_user, 'densemem_app', 'MEMBER')
         THEN match_team_id
         ELSE dm_private.require_team(match_team_id) END;
@@ -1535,8 +1535,13 @@ DECLARE
     -- here without its two function calls; every other case (no team, a
     -- mismatch, an analyst whose grant must be read) calls it and gets its
     -- errors.
+    -- The setting is compared as text with the team's canonical text (a
+    -- uuid's output: lower case, hyphens), which costs less than reading
+    -- the setting as a uuid; a setting written otherwise (upper case, no
+    -- hyphens) is not this case and dm_private.require_team decides, with
+    -- the same result.
     checked_team constant uuid := CASE
-        WHEN match_team_id = NULLIF(pg_catalog.current_setting('densemem.team_id', true), '')::uuid
+        WHEN pg_catalog.current_setting('densemem.team_id', true) = match_team_id::text
              AND pg_catalog.pg_has_role(session_user, 'densemem_app', 'MEMBER')
         THEN match_team_id
         ELSE dm_private.require_team(match_team_id) END;
@@ -1559,6 +1564,7 @@ DECLARE
     name_rows integer;
     first_at integer;
     picked integer [] := '{}'::integer [];
+    by_position integer [];
     pos integer [] := '{}'::integer [];
     names text [] := '{}'::text [];
     better boolean;
@@ -1566,7 +1572,7 @@ DECLARE
     found jsonb := '[]'::jsonb;
     predicates jsonb := '[]'::jsonb;
     matched_names text [] := '{}'::text [];
-    matched_ids uuid [] := '{}'::uuid [];
+    matched_ids uuid [];
     candidate text;
     covered text;
     probes text [] := '{}'::text [];
@@ -1609,13 +1615,18 @@ BEGIN
         -- {predicate, phrase, '' or ' -' for a disabled row}: the team's
         -- rows and the defaults, apart; the override rule is applied below
         -- (two scans: fewer plan nodes to start than a union with an
-        -- anti-join subquery).
+        -- anti-join subquery). Keyed by the first word only: a team's
+        -- synonyms are a short configuration list (no group of thousands
+        -- of phrases sharing a first word, as names can have), and the
+        -- between-spaces test below implies the second-word condition (a
+        -- phrase that stands between spaces in the tokens has a token or
+        -- nothing as its second word), so the rows kept are the same and
+        -- the scan has one array key to prepare instead of two.
         ARRAY(
             SELECT ARRAY[s.predicate, s.phrase, CASE WHEN s.enabled THEN '' ELSE ' -' END]
             FROM dm_private.predicate_synonyms AS s
             WHERE s.team_id = match_team_id
-              AND pg_catalog.split_part(s.phrase, ' ', 1) COLLATE "C" = ANY (scan_toks)
-              AND pg_catalog.split_part(s.phrase, ' ', 2) COLLATE "C" = ANY (second_toks))
+              AND pg_catalog.split_part(s.phrase, ' ', 1) COLLATE "C" = ANY (scan_toks))
     INTO name_rows_read, team_rows_read;
 
     -- A name or phrase of one to four words is one of the query's n-grams
@@ -1673,6 +1684,17 @@ BEGIN
     name_rows := n;
     IF n > 16 THEN
         found := dm_private.match_query_entities(match_team_id, dm_private.query_token_ngrams(toks), fuzzy);
+    ELSIF n = 1 THEN
+        -- One name found (the most common case): it is its entity's best
+        -- name and the only one in order; the same object as below,
+        -- without the ordering loops.
+        picked := '{1}'::integer [];
+        matched_names := ARRAY[name_rows_found[1][2]];
+        found := found || (pg_catalog.jsonb_object(
+            '{entity_id,name,mention,match}'::text [],
+            ARRAY[name_rows_found[1][1], name_rows_found[1][4], name_rows_found[1][2],
+                  CASE WHEN name_rows_found[1][3] = 't' THEN 'exact' ELSE 'alias' END])
+            || '{"similarity": 1.0}'::jsonb);
     ELSIF n > 0 THEN
         FOR i IN 1..n LOOP
             better := false;
@@ -1703,7 +1725,6 @@ BEGIN
         END LOOP;
         FOREACH k IN ARRAY picked LOOP
             matched_names := matched_names || name_rows_found[k][2];
-            matched_ids := matched_ids || name_rows_found[k][1]::uuid;
             CONTINUE WHEN pg_catalog.jsonb_array_length(found) >= 10;
             -- The four text fields by jsonb_object (no per-argument type
             -- look-ups, as jsonb_build_object makes on every call), then the
@@ -1757,24 +1778,30 @@ BEGIN
                 pos[k] := first_at;
             END IF;
         END LOOP;
-        picked := '{}'::integer [];
+        -- (by_position, not picked: picked still orders the entities,
+        -- whose ids the trigram probe below excludes)
+        by_position := '{}'::integer [];
         FOR i IN 1..pg_catalog.cardinality(names) LOOP
-            k := pg_catalog.cardinality(picked);
-            picked := picked || i;
-            WHILE k > 0 AND (pos[i] < pos[picked[k]] OR (pos[i] = pos[picked[k]] AND names[i] < names[picked[k]])) LOOP
-                picked[k + 1] := picked[k];
-                picked[k] := i;
+            k := pg_catalog.cardinality(by_position);
+            by_position := by_position || i;
+            WHILE k > 0 AND (pos[i] < pos[by_position[k]] OR (pos[i] = pos[by_position[k]] AND names[i] < names[by_position[k]])) LOOP
+                by_position[k + 1] := by_position[k];
+                by_position[k] := i;
                 k := k - 1;
             END LOOP;
         END LOOP;
-        FOREACH k IN ARRAY picked[1:10] LOOP
+        FOREACH k IN ARRAY by_position[1:10] LOOP
             predicates := predicates || pg_catalog.to_jsonb(names[k]);
         END LOOP;
     END IF;
 
     -- At most 2 trigram probes; candidates inside an exact match need none
     -- (more than 16 name rows: dm_private.match_query_entities probed).
-    IF name_rows <= 16 AND fuzzy IS NOT NULL AND pg_catalog.cardinality(fuzzy) > 0 AND pg_catalog.jsonb_array_length(found) < 10 THEN
+    -- Candidates that are all exactly matched names (fuzzy <@
+    -- matched_names: a name stands between spaces in the covered text
+    -- built below) probe nothing: one test instead of that text and a loop.
+    IF name_rows <= 16 AND fuzzy IS NOT NULL AND pg_catalog.cardinality(fuzzy) > 0 AND pg_catalog.jsonb_array_length(found) < 10
+       AND NOT fuzzy OPERATOR(pg_catalog.<@) matched_names THEN
         covered := ' ' || pg_catalog.array_to_string(matched_names, ' | ') || ' ';
         FOREACH candidate IN ARRAY fuzzy LOOP
             EXIT WHEN pg_catalog.cardinality(probes) >= 2;
@@ -1783,6 +1810,12 @@ BEGIN
             END IF;
         END LOOP;
         IF pg_catalog.cardinality(probes) > 0 THEN
+            -- The exactly matched entities' ids, as uuids only here (few
+            -- queries probe): no cast and append per entity on every parse.
+            matched_ids := '{}'::uuid [];
+            FOREACH k IN ARRAY picked LOOP
+                matched_ids := matched_ids || name_rows_found[k][1]::uuid;
+            END LOOP;
             found := found || dm_private.match_entity_trigrams(match_team_id, probes, matched_ids);
             IF pg_catalog.jsonb_array_length(found) > 10 THEN
                 found := dm_private.parse_first_ten(found);
