@@ -1937,6 +1937,7 @@ DECLARE
     pos integer := 1;
     found_at integer;
     w text;
+    no_time boolean;
 BEGIN
     -- dm_private.query_fuzzy_keys. A token whose first character is ASCII
     -- and not A-Z is not capitalized (lower() changes no other ASCII
@@ -2022,7 +2023,32 @@ BEGIN
     -- plan that query twice.
     -- The team's part first (its check raises before any answer is built),
     -- then one object of six keys (no concatenation of two objects).
-    IF NOT (plain AND n < 64) THEN
+    -- No time hint: fewer than 64 tokens (all of them in toks), no digit
+    -- and none of the words that the walker, the intent rules or the
+    -- temporal-question rules start from (the union of parse_time_words'
+    -- three word sets) among the tokens: parse_time_words' literal answer,
+    -- without the call. For a plain question the tokens are its words. For
+    -- any other question the words parse_time_words tests are the text cut
+    -- at the punctuation below: a word of those 72 letters-only words that
+    -- is not a token was cut out of a token by punctuation inside it, so
+    -- the test also asks that the tokens hold none of that punctuation
+    -- (what stood at a word's ends, and a possessive 's, is not in a
+    -- token); then neither the walker's words nor its call are needed.
+    no_time := n < 64 AND prepared !~ '[0-9]'
+        AND NOT ('{"afternoon": true, "apr": true, "april": true, "aug": true, "august": true, "beginning": true,
+            "current": true, "currently": true, "date": true, "day": true, "days": true, "dec": true,
+            "december": true, "earliest": true, "evening": true, "feb": true, "february": true, "first": true,
+            "firstly": true, "friday": true, "initially": true, "jan": true, "january": true, "jul": true,
+            "july": true, "jun": true, "june": true, "lately": true, "latest": true, "long": true, "mar": true,
+            "march": true, "may": true, "monday": true, "month": true, "months": true, "morning": true,
+            "newest": true, "night": true, "nov": true, "november": true, "now": true, "nowadays": true, "oct":
+            true, "october": true, "oldest": true, "original": true, "originally": true, "recent": true,
+            "recently": true, "saturday": true, "season": true, "sep": true, "sept": true, "september": true,
+            "still": true, "sunday": true, "thursday": true, "time": true, "today": true, "tomorrow": true,
+            "tonight": true, "tuesday": true, "wednesday": true, "week": true, "weekend": true, "weeks": true,
+            "when": true, "with": true, "year": true, "years": true, "yesterday": true}'::jsonb OPERATOR(pg_catalog.?|) toks)
+        AND (plain OR lowered !~ '[][,.;:!?(){}"“”''/-]');
+    IF NOT no_time AND NOT (plain AND n < 64) THEN
         -- dm_private.parse_time's lower-case text, words and tokens (its expressions).
         t_lower := pg_catalog.lower(prepared);
         t_words := pg_catalog.string_to_array(
@@ -2053,23 +2079,9 @@ BEGIN
         -- walker's tokens and words as dm_private.parse_time splits them,
         -- and lowered reads as its lower-case text (the same digits, and no
         -- punctuation before a "when").
-        -- A plain question with no digit and none of the words that the
-        -- walker, the intent rules or the temporal-question rules start
-        -- from (the union of parse_time_words' three word sets) has no time
-        -- hint: parse_time_words' literal answer, without the call.
-        CASE WHEN plain AND n < 64 AND prepared !~ '[0-9]'
-                  AND NOT ('{"afternoon": true, "apr": true, "april": true, "aug": true, "august": true, "beginning": true,
-                    "current": true, "currently": true, "date": true, "day": true, "days": true, "dec": true,
-                    "december": true, "earliest": true, "evening": true, "feb": true, "february": true, "first": true,
-                    "firstly": true, "friday": true, "initially": true, "jan": true, "january": true, "jul": true,
-                    "july": true, "jun": true, "june": true, "lately": true, "latest": true, "long": true, "mar": true,
-                    "march": true, "may": true, "monday": true, "month": true, "months": true, "morning": true,
-                    "newest": true, "night": true, "nov": true, "november": true, "now": true, "nowadays": true, "oct":
-                    true, "october": true, "oldest": true, "original": true, "originally": true, "recent": true,
-                    "recently": true, "saturday": true, "season": true, "sep": true, "sept": true, "september": true,
-                    "still": true, "sunday": true, "thursday": true, "time": true, "today": true, "tomorrow": true,
-                    "tonight": true, "tuesday": true, "wednesday": true, "week": true, "weekend": true, "weeks": true,
-                    "when": true, "with": true, "year": true, "years": true, "yesterday": true}'::jsonb OPERATOR(pg_catalog.?|) toks)
+        -- No time hint (no_time above): parse_time_words' literal answer,
+        -- without the call.
+        CASE WHEN no_time
              THEN '{"window": null, "intent": null, "temporal_question": false, "expressions": []}'::jsonb
              WHEN plain AND n < 64
              THEN dm_private.parse_time_words(lowered, toks, toks, COALESCE(parse_query.now, pg_catalog.now()))
