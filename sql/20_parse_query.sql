@@ -1073,6 +1073,12 @@ DECLARE
     -- planner's eyes, and a sequential scan (a small team) then ran the
     -- similarity on every name of the table before the first-letter test.
     first_letters text [] := '{}'::text [];
+    -- The one probe and its pattern as scalars: an array element written
+    -- in the statement (probes[1]) is fetched again for every row the scan
+    -- reads (a sequential scan, on a small database, reads every team's
+    -- names).
+    probe text;
+    pattern text;
 BEGIN
     FOR i IN 1..LEAST(COALESCE(pg_catalog.cardinality(probes), 0), 2) LOOP
         first_letters := first_letters || (pg_catalog.left(probes[i], 1) || '%');
@@ -1084,18 +1090,20 @@ BEGIN
         -- rules as the statement below in PL/pgSQL: excluded entities
         -- dropped, each entity once at its most similar row (the first, in
         -- this order), rows under 0.45 dropped, most similar first then by id.
+        probe := probes[1];
+        pattern := first_letters[1];
         one_rows := ARRAY(
             SELECT ARRAY[
                 n.entity_id::text,
-                CASE WHEN public.similarity(n.normalized_name, probes[1]) >= 0.45 THEN 't' ELSE 'f' END,
-                pg_catalog.round(public.similarity(n.normalized_name, probes[1])::numeric, 3)::text,
+                CASE WHEN public.similarity(n.normalized_name, probe) >= 0.45 THEN 't' ELSE 'f' END,
+                pg_catalog.round(public.similarity(n.normalized_name, probe)::numeric, 3)::text,
                 (SELECT e.canonical_name FROM dm_private.entities AS e
                  WHERE e.team_id = match_team_id AND e.entity_id = n.entity_id)]
             FROM dm_private.entity_names AS n
             WHERE n.team_id = match_team_id
-              AND n.normalized_name LIKE first_letters[1]
-              AND n.normalized_name OPERATOR(public.%) probes[1]
-            ORDER BY public.similarity(n.normalized_name, probes[1]) DESC, n.entity_id
+              AND n.normalized_name LIKE pattern
+              AND n.normalized_name OPERATOR(public.%) probe
+            ORDER BY public.similarity(n.normalized_name, probe) DESC, n.entity_id
             LIMIT 3);
         IF pg_catalog.cardinality(one_rows) > 0 THEN
             FOREACH r SLICE 1 IN ARRAY one_rows LOOP
@@ -1103,7 +1111,7 @@ BEGIN
                 seen := seen || r[1];
                 CONTINUE WHEN r[2] = 'f';
                 found := found || pg_catalog.jsonb_build_object(
-                    'entity_id', r[1], 'name', r[4], 'mention', probes[1], 'match', 'trigram',
+                    'entity_id', r[1], 'name', r[4], 'mention', probe, 'match', 'trigram',
                     'similarity', r[3]::numeric);
             END LOOP;
         END IF;
