@@ -1928,11 +1928,6 @@ DECLARE
     lowered constant text := pg_catalog.lower(joined);
     toks constant text [] := pg_catalog.string_to_array(lowered, ' ');
     n constant integer := COALESCE(pg_catalog.cardinality(toks), 0);
-    -- The tokens sorted in byte order without duplicates (see the call of
-    -- dm_private.parse_query_team below, which they key).
-    scan_toks constant text [] := CASE WHEN pg_catalog.octet_length(lowered) <= 2047
-        THEN pg_catalog.tsvector_to_array(pg_catalog.array_to_tsvector(toks)) ELSE toks END;
-    terms_json jsonb;
     fuzzy text [];
     last_capitalized integer := 0;
     pairs text [] := '{}'::text [];
@@ -2013,32 +2008,20 @@ BEGIN
         END LOOP;
     END IF;
 
-    -- Content terms. A plain question (ASCII letters, digits, spaces, a
-    -- final question mark) with no anchor guard passed and fewer than 64
-    -- tokens: its lower-case words split on the other characters are toks.
-    -- When they hold no word twice (as many distinct tokens as tokens),
-    -- the terms are toks without the stop words and the one-character
-    -- words (a token of a plain question is [a-z0-9]+), in their order: one
-    -- jsonb deletion in C instead of a PL/pgSQL test per word (the loop
-    -- below, which also removes repeats and stops at 32 terms, for every
-    -- other question and for more than 32 terms).
-    IF plain AND anchored IS NULL AND n < 64 AND pg_catalog.cardinality(scan_toks) = n THEN
-        terms_json := pg_catalog.to_jsonb(toks) OPERATOR(pg_catalog.-) '{about,above,after,again,against,all,am,an,and,any,are,as,at,be,because,been,before,being,below,between,both,but,by,can,could,did,do,does,doing,down,during,each,few,for,from,further,had,has,have,having,he,her,here,hers,herself,him,himself,his,how,if,in,into,is,it,its,itself,just,me,more,most,my,myself,no,nor,not,now,of,off,on,once,only,or,other,our,ours,ourselves,out,over,own,same,she,should,so,some,such,than,that,the,their,theirs,them,themselves,then,there,these,they,this,those,through,to,too,under,until,up,very,was,we,were,what,when,where,which,while,who,whom,why,will,with,would,you,your,yours,yourself,yourselves,ll,re,ve,don,didn,doesn,isn,wasn,weren,won,a,b,c,d,e,f,g,h,i,j,k,l,m,n,o,p,q,r,s,t,u,v,w,x,y,z,0,1,2,3,4,5,6,7,8,9}'::text [];
-    END IF;
-    IF terms_json IS NULL OR pg_catalog.jsonb_array_length(terms_json) > 32 THEN
-        -- One test per word; the cap is checked only when a term is added
-        -- (for a plain question, empty pieces are skipped below anyway).
-        FOREACH w IN ARRAY CASE WHEN plain AND anchored IS NULL AND n < 64 THEN toks
-            WHEN pg_catalog.octet_length(prepared) = pg_catalog.length(prepared) THEN pg_catalog.string_to_array(pg_catalog.regexp_replace(
-            pg_catalog.lower(masked), '[^ a-z0-9]+', ' ', 'g'), ' ')
-            ELSE pg_catalog.regexp_split_to_array(pg_catalog.lower(masked), '[^[:alnum:]]+') END LOOP
-            IF pg_catalog.length(w) >= 2 AND NOT w = ANY (terms) AND NOT w = ANY ('{about,above,after,again,against,all,am,an,and,any,are,as,at,be,because,been,before,being,below,between,both,but,by,can,could,did,do,does,doing,down,during,each,few,for,from,further,had,has,have,having,he,her,here,hers,herself,him,himself,his,how,if,in,into,is,it,its,itself,just,me,more,most,my,myself,no,nor,not,now,of,off,on,once,only,or,other,our,ours,ourselves,out,over,own,same,she,should,so,some,such,than,that,the,their,theirs,them,themselves,then,there,these,they,this,those,through,to,too,under,until,up,very,was,we,were,what,when,where,which,while,who,whom,why,will,with,would,you,your,yours,yourself,yourselves,ll,re,ve,don,didn,doesn,isn,wasn,weren,won}'::text []) THEN
-                terms := terms || w;
-                EXIT WHEN pg_catalog.cardinality(terms) >= 32;
-            END IF;
-        END LOOP;
-        terms_json := pg_catalog.to_jsonb(terms);
-    END IF;
+    -- Content terms (one test per word; the cap is checked only when a term is added).
+    -- A plain question (ASCII letters, digits, spaces, a final question
+    -- mark) with no anchor guard passed and fewer than 64 tokens: its
+    -- lower-case words split on the other characters are toks (empty
+    -- pieces are skipped below anyway).
+    FOREACH w IN ARRAY CASE WHEN plain AND anchored IS NULL AND n < 64 THEN toks
+        WHEN pg_catalog.octet_length(prepared) = pg_catalog.length(prepared) THEN pg_catalog.string_to_array(pg_catalog.regexp_replace(
+        pg_catalog.lower(masked), '[^ a-z0-9]+', ' ', 'g'), ' ')
+        ELSE pg_catalog.regexp_split_to_array(pg_catalog.lower(masked), '[^[:alnum:]]+') END LOOP
+        IF pg_catalog.length(w) >= 2 AND NOT w = ANY (terms) AND NOT w = ANY ('{about,above,after,again,against,all,am,an,and,any,are,as,at,be,because,been,before,being,below,between,both,but,by,can,could,did,do,does,doing,down,during,each,few,for,from,further,had,has,have,having,he,her,here,hers,herself,him,himself,his,how,if,in,into,is,it,its,itself,just,me,more,most,my,myself,no,nor,not,now,of,off,on,once,only,or,other,our,ours,ourselves,out,over,own,same,she,should,so,some,such,than,that,the,their,theirs,them,themselves,then,there,these,they,this,those,through,to,too,under,until,up,very,was,we,were,what,when,where,which,while,who,whom,why,will,with,would,you,your,yours,yourself,yourselves,ll,re,ve,don,didn,doesn,isn,wasn,weren,won}'::text []) THEN
+            terms := terms || w;
+            EXIT WHEN pg_catalog.cardinality(terms) >= 32;
+        END IF;
+    END LOOP;
 
     -- The team is checked by dm_private.match_query_names (as
     -- densemem_searcher) before any team row is read. One role per
@@ -2095,7 +2078,10 @@ BEGIN
     -- explains).
     -- The whole answer is built by the definer call, once.
     RETURN dm_private.parse_query_team(
-        parse_query.team_id, toks, scan_toks, fuzzy, anchors, phrases, terms_json,
+        parse_query.team_id, toks,
+        CASE WHEN pg_catalog.octet_length(lowered) <= 2047
+             THEN pg_catalog.tsvector_to_array(pg_catalog.array_to_tsvector(toks)) ELSE toks END,
+        fuzzy, anchors, phrases, pg_catalog.to_jsonb(terms),
         -- Time: words of ASCII letters and digits with at most a final
         -- question mark, fewer than 64 (all of them are in toks), are the
         -- walker's tokens and words as dm_private.parse_time splits them,
