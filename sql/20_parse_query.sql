@@ -1643,7 +1643,13 @@ BEGIN
     -- the position being the first character offset between spaces times 4
     -- plus the phrase's spaces: the order of the first position among the
     -- n-grams (by first token, then by length).
-    IF pg_catalog.cardinality(name_rows_read) > 0 THEN
+    IF pg_catalog.cardinality(name_rows_read) = 0 THEN
+        NULL;
+    ELSIF pg_catalog.strpos(pg_catalog.array_to_string(name_rows_read[:][2:2], '|'), ' ') = 0 THEN
+        -- One-word names only (most often): each is its own first word, a
+        -- token, so each stands between spaces in the tokens: all kept.
+        name_rows_found := name_rows_read;
+    ELSE
         FOREACH r SLICE 1 IN ARRAY name_rows_read LOOP
             IF pg_catalog.split_part(r[2], ' ', 5) = '' AND pg_catalog.strpos(padded, ' ' || r[2] || ' ') > 0 THEN
                 name_rows_found := name_rows_found || ARRAY[r];
