@@ -1058,7 +1058,7 @@ DECLARE
     -- Checked first, as an expression (PERFORM would run a whole query);
     -- the service's case without a call, as in dm_private.parse_query_names.
     checked_team constant uuid := CASE
-        WHEN match_team_id = NULLIF(pg_catalog.current_setting('densemem.team_id', true), '')::uuid
+        WHEN pg_catalog.current_setting('densemem.team_id', true) = match_team_id::text
              AND pg_catalog.pg_has_role(session_user, 'densemem_app', 'MEMBER')
         THEN match_team_id
         ELSE dm_private.require_team(match_team_id) END;
@@ -1073,6 +1073,12 @@ DECLARE
     -- planner's eyes, and a sequential scan (a small team) then ran the
     -- similarity on every name of the table before the first-letter test.
     first_letters text [] := '{}'::text [];
+    -- The one probe and its pattern as scalars: an array element written
+    -- in the statement (probes[1]) is fetched again for every row the scan
+    -- reads (a sequential scan, on a small database, reads every team's
+    -- names).
+    probe text;
+    pattern text;
 BEGIN
     FOR i IN 1..LEAST(COALESCE(pg_catalog.cardinality(probes), 0), 2) LOOP
         first_letters := first_letters || (pg_catalog.left(probes[i], 1) || '%');
@@ -1084,18 +1090,20 @@ BEGIN
         -- rules as the statement below in PL/pgSQL: excluded entities
         -- dropped, each entity once at its most similar row (the first, in
         -- this order), rows under 0.45 dropped, most similar first then by id.
+        probe := probes[1];
+        pattern := first_letters[1];
         one_rows := ARRAY(
             SELECT ARRAY[
                 n.entity_id::text,
-                CASE WHEN public.similarity(n.normalized_name, probes[1]) >= 0.45 THEN 't' ELSE 'f' END,
-                pg_catalog.round(public.similarity(n.normalized_name, probes[1])::numeric, 3)::text,
+                CASE WHEN public.similarity(n.normalized_name, probe) >= 0.45 THEN 't' ELSE 'f' END,
+                pg_catalog.round(public.similarity(n.normalized_name, probe)::numeric, 3)::text,
                 (SELECT e.canonical_name FROM dm_private.entities AS e
                  WHERE e.team_id = match_team_id AND e.entity_id = n.entity_id)]
             FROM dm_private.entity_names AS n
             WHERE n.team_id = match_team_id
-              AND n.normalized_name LIKE first_letters[1]
-              AND n.normalized_name OPERATOR(public.%) probes[1]
-            ORDER BY public.similarity(n.normalized_name, probes[1]) DESC, n.entity_id
+              AND n.normalized_name LIKE pattern
+              AND n.normalized_name OPERATOR(public.%) probe
+            ORDER BY public.similarity(n.normalized_name, probe) DESC, n.entity_id
             LIMIT 3);
         IF pg_catalog.cardinality(one_rows) > 0 THEN
             FOREACH r SLICE 1 IN ARRAY one_rows LOOP
@@ -1103,7 +1111,7 @@ BEGIN
                 seen := seen || r[1];
                 CONTINUE WHEN r[2] = 'f';
                 found := found || pg_catalog.jsonb_build_object(
-                    'entity_id', r[1], 'name', r[4], 'mention', probes[1], 'match', 'trigram',
+                    'entity_id', r[1], 'name', r[4], 'mention', probe, 'match', 'trigram',
                     'similarity', r[3]::numeric);
             END LOOP;
         END IF;
@@ -1535,8 +1543,13 @@ DECLARE
     -- here without its two function calls; every other case (no team, a
     -- mismatch, an analyst whose grant must be read) calls it and gets its
     -- errors.
+    -- The setting is compared as text with the team's canonical text (a
+    -- uuid's output: lower case, hyphens), which costs less than reading
+    -- the setting as a uuid; a setting written otherwise (upper case, no
+    -- hyphens) is not this case and dm_private.require_team decides, with
+    -- the same result.
     checked_team constant uuid := CASE
-        WHEN match_team_id = NULLIF(pg_catalog.current_setting('densemem.team_id', true), '')::uuid
+        WHEN pg_catalog.current_setting('densemem.team_id', true) = match_team_id::text
              AND pg_catalog.pg_has_role(session_user, 'densemem_app', 'MEMBER')
         THEN match_team_id
         ELSE dm_private.require_team(match_team_id) END;
@@ -1559,6 +1572,7 @@ DECLARE
     name_rows integer;
     first_at integer;
     picked integer [] := '{}'::integer [];
+    by_position integer [];
     pos integer [] := '{}'::integer [];
     names text [] := '{}'::text [];
     better boolean;
@@ -1566,7 +1580,7 @@ DECLARE
     found jsonb := '[]'::jsonb;
     predicates jsonb := '[]'::jsonb;
     matched_names text [] := '{}'::text [];
-    matched_ids uuid [] := '{}'::uuid [];
+    matched_ids uuid [];
     candidate text;
     covered text;
     probes text [] := '{}'::text [];
@@ -1609,13 +1623,18 @@ BEGIN
         -- {predicate, phrase, '' or ' -' for a disabled row}: the team's
         -- rows and the defaults, apart; the override rule is applied below
         -- (two scans: fewer plan nodes to start than a union with an
-        -- anti-join subquery).
+        -- anti-join subquery). Keyed by the first word only: a team's
+        -- synonyms are a short configuration list (no group of thousands
+        -- of phrases sharing a first word, as names can have), and the
+        -- between-spaces test below implies the second-word condition (a
+        -- phrase that stands between spaces in the tokens has a token or
+        -- nothing as its second word), so the rows kept are the same and
+        -- the scan has one array key to prepare instead of two.
         ARRAY(
             SELECT ARRAY[s.predicate, s.phrase, CASE WHEN s.enabled THEN '' ELSE ' -' END]
             FROM dm_private.predicate_synonyms AS s
             WHERE s.team_id = match_team_id
-              AND pg_catalog.split_part(s.phrase, ' ', 1) COLLATE "C" = ANY (scan_toks)
-              AND pg_catalog.split_part(s.phrase, ' ', 2) COLLATE "C" = ANY (second_toks))
+              AND pg_catalog.split_part(s.phrase, ' ', 1) COLLATE "C" = ANY (scan_toks))
     INTO name_rows_read, team_rows_read;
 
     -- A name or phrase of one to four words is one of the query's n-grams
@@ -1624,7 +1643,13 @@ BEGIN
     -- the position being the first character offset between spaces times 4
     -- plus the phrase's spaces: the order of the first position among the
     -- n-grams (by first token, then by length).
-    IF pg_catalog.cardinality(name_rows_read) > 0 THEN
+    IF pg_catalog.cardinality(name_rows_read) = 0 THEN
+        NULL;
+    ELSIF pg_catalog.strpos(pg_catalog.array_to_string(name_rows_read[:][2:2], '|'), ' ') = 0 THEN
+        -- One-word names only (most often): each is its own first word, a
+        -- token, so each stands between spaces in the tokens: all kept.
+        name_rows_found := name_rows_read;
+    ELSE
         FOREACH r SLICE 1 IN ARRAY name_rows_read LOOP
             IF pg_catalog.split_part(r[2], ' ', 5) = '' AND pg_catalog.strpos(padded, ' ' || r[2] || ' ') > 0 THEN
                 name_rows_found := name_rows_found || ARRAY[r];
@@ -1673,6 +1698,17 @@ BEGIN
     name_rows := n;
     IF n > 16 THEN
         found := dm_private.match_query_entities(match_team_id, dm_private.query_token_ngrams(toks), fuzzy);
+    ELSIF n = 1 THEN
+        -- One name found (the most common case): it is its entity's best
+        -- name and the only one in order; the same object as below,
+        -- without the ordering loops.
+        picked := '{1}'::integer [];
+        matched_names := ARRAY[name_rows_found[1][2]];
+        found := found || (pg_catalog.jsonb_object(
+            '{entity_id,name,mention,match}'::text [],
+            ARRAY[name_rows_found[1][1], name_rows_found[1][4], name_rows_found[1][2],
+                  CASE WHEN name_rows_found[1][3] = 't' THEN 'exact' ELSE 'alias' END])
+            || '{"similarity": 1.0}'::jsonb);
     ELSIF n > 0 THEN
         FOR i IN 1..n LOOP
             better := false;
@@ -1703,7 +1739,6 @@ BEGIN
         END LOOP;
         FOREACH k IN ARRAY picked LOOP
             matched_names := matched_names || name_rows_found[k][2];
-            matched_ids := matched_ids || name_rows_found[k][1]::uuid;
             CONTINUE WHEN pg_catalog.jsonb_array_length(found) >= 10;
             -- The four text fields by jsonb_object (no per-argument type
             -- look-ups, as jsonb_build_object makes on every call), then the
@@ -1757,24 +1792,30 @@ BEGIN
                 pos[k] := first_at;
             END IF;
         END LOOP;
-        picked := '{}'::integer [];
+        -- (by_position, not picked: picked still orders the entities,
+        -- whose ids the trigram probe below excludes)
+        by_position := '{}'::integer [];
         FOR i IN 1..pg_catalog.cardinality(names) LOOP
-            k := pg_catalog.cardinality(picked);
-            picked := picked || i;
-            WHILE k > 0 AND (pos[i] < pos[picked[k]] OR (pos[i] = pos[picked[k]] AND names[i] < names[picked[k]])) LOOP
-                picked[k + 1] := picked[k];
-                picked[k] := i;
+            k := pg_catalog.cardinality(by_position);
+            by_position := by_position || i;
+            WHILE k > 0 AND (pos[i] < pos[by_position[k]] OR (pos[i] = pos[by_position[k]] AND names[i] < names[by_position[k]])) LOOP
+                by_position[k + 1] := by_position[k];
+                by_position[k] := i;
                 k := k - 1;
             END LOOP;
         END LOOP;
-        FOREACH k IN ARRAY picked[1:10] LOOP
+        FOREACH k IN ARRAY by_position[1:10] LOOP
             predicates := predicates || pg_catalog.to_jsonb(names[k]);
         END LOOP;
     END IF;
 
     -- At most 2 trigram probes; candidates inside an exact match need none
     -- (more than 16 name rows: dm_private.match_query_entities probed).
-    IF name_rows <= 16 AND fuzzy IS NOT NULL AND pg_catalog.cardinality(fuzzy) > 0 AND pg_catalog.jsonb_array_length(found) < 10 THEN
+    -- Candidates that are all exactly matched names (fuzzy <@
+    -- matched_names: a name stands between spaces in the covered text
+    -- built below) probe nothing: one test instead of that text and a loop.
+    IF name_rows <= 16 AND fuzzy IS NOT NULL AND pg_catalog.cardinality(fuzzy) > 0 AND pg_catalog.jsonb_array_length(found) < 10
+       AND NOT fuzzy OPERATOR(pg_catalog.<@) matched_names THEN
         covered := ' ' || pg_catalog.array_to_string(matched_names, ' | ') || ' ';
         FOREACH candidate IN ARRAY fuzzy LOOP
             EXIT WHEN pg_catalog.cardinality(probes) >= 2;
@@ -1783,6 +1824,12 @@ BEGIN
             END IF;
         END LOOP;
         IF pg_catalog.cardinality(probes) > 0 THEN
+            -- The exactly matched entities' ids, as uuids only here (few
+            -- queries probe): no cast and append per entity on every parse.
+            matched_ids := '{}'::uuid [];
+            FOREACH k IN ARRAY picked LOOP
+                matched_ids := matched_ids || name_rows_found[k][1]::uuid;
+            END LOOP;
             found := found || dm_private.match_entity_trigrams(match_team_id, probes, matched_ids);
             IF pg_catalog.jsonb_array_length(found) > 10 THEN
                 found := dm_private.parse_first_ten(found);
@@ -1904,6 +1951,7 @@ DECLARE
     pos integer := 1;
     found_at integer;
     w text;
+    no_time boolean;
 BEGIN
     -- dm_private.query_fuzzy_keys. A token whose first character is ASCII
     -- and not A-Z is not capitalized (lower() changes no other ASCII
@@ -1989,7 +2037,32 @@ BEGIN
     -- plan that query twice.
     -- The team's part first (its check raises before any answer is built),
     -- then one object of six keys (no concatenation of two objects).
-    IF NOT (plain AND n < 64) THEN
+    -- No time hint: fewer than 64 tokens (all of them in toks), no digit
+    -- and none of the words that the walker, the intent rules or the
+    -- temporal-question rules start from (the union of parse_time_words'
+    -- three word sets) among the tokens: parse_time_words' literal answer,
+    -- without the call. For a plain question the tokens are its words. For
+    -- any other question the words parse_time_words tests are the text cut
+    -- at the punctuation below: a word of those 72 letters-only words that
+    -- is not a token was cut out of a token by punctuation inside it, so
+    -- the test also asks that the tokens hold none of that punctuation
+    -- (what stood at a word's ends, and a possessive 's, is not in a
+    -- token); then neither the walker's words nor its call are needed.
+    no_time := n < 64 AND prepared !~ '[0-9]'
+        AND NOT ('{"afternoon": true, "apr": true, "april": true, "aug": true, "august": true, "beginning": true,
+            "current": true, "currently": true, "date": true, "day": true, "days": true, "dec": true,
+            "december": true, "earliest": true, "evening": true, "feb": true, "february": true, "first": true,
+            "firstly": true, "friday": true, "initially": true, "jan": true, "january": true, "jul": true,
+            "july": true, "jun": true, "june": true, "lately": true, "latest": true, "long": true, "mar": true,
+            "march": true, "may": true, "monday": true, "month": true, "months": true, "morning": true,
+            "newest": true, "night": true, "nov": true, "november": true, "now": true, "nowadays": true, "oct":
+            true, "october": true, "oldest": true, "original": true, "originally": true, "recent": true,
+            "recently": true, "saturday": true, "season": true, "sep": true, "sept": true, "september": true,
+            "still": true, "sunday": true, "thursday": true, "time": true, "today": true, "tomorrow": true,
+            "tonight": true, "tuesday": true, "wednesday": true, "week": true, "weekend": true, "weeks": true,
+            "when": true, "with": true, "year": true, "years": true, "yesterday": true}'::jsonb OPERATOR(pg_catalog.?|) toks)
+        AND (plain OR lowered !~ '[][,.;:!?(){}"“”''/-]');
+    IF NOT no_time AND NOT (plain AND n < 64) THEN
         -- dm_private.parse_time's lower-case text, words and tokens (its expressions).
         t_lower := pg_catalog.lower(prepared);
         t_words := pg_catalog.string_to_array(
@@ -2020,23 +2093,9 @@ BEGIN
         -- walker's tokens and words as dm_private.parse_time splits them,
         -- and lowered reads as its lower-case text (the same digits, and no
         -- punctuation before a "when").
-        -- A plain question with no digit and none of the words that the
-        -- walker, the intent rules or the temporal-question rules start
-        -- from (the union of parse_time_words' three word sets) has no time
-        -- hint: parse_time_words' literal answer, without the call.
-        CASE WHEN plain AND n < 64 AND prepared !~ '[0-9]'
-                  AND NOT ('{"afternoon": true, "apr": true, "april": true, "aug": true, "august": true, "beginning": true,
-                    "current": true, "currently": true, "date": true, "day": true, "days": true, "dec": true,
-                    "december": true, "earliest": true, "evening": true, "feb": true, "february": true, "first": true,
-                    "firstly": true, "friday": true, "initially": true, "jan": true, "january": true, "jul": true,
-                    "july": true, "jun": true, "june": true, "lately": true, "latest": true, "long": true, "mar": true,
-                    "march": true, "may": true, "monday": true, "month": true, "months": true, "morning": true,
-                    "newest": true, "night": true, "nov": true, "november": true, "now": true, "nowadays": true, "oct":
-                    true, "october": true, "oldest": true, "original": true, "originally": true, "recent": true,
-                    "recently": true, "saturday": true, "season": true, "sep": true, "sept": true, "september": true,
-                    "still": true, "sunday": true, "thursday": true, "time": true, "today": true, "tomorrow": true,
-                    "tonight": true, "tuesday": true, "wednesday": true, "week": true, "weekend": true, "weeks": true,
-                    "when": true, "with": true, "year": true, "years": true, "yesterday": true}'::jsonb OPERATOR(pg_catalog.?|) toks)
+        -- No time hint (no_time above): parse_time_words' literal answer,
+        -- without the call.
+        CASE WHEN no_time
              THEN '{"window": null, "intent": null, "temporal_question": false, "expressions": []}'::jsonb
              WHEN plain AND n < 64
              THEN dm_private.parse_time_words(lowered, toks, toks, COALESCE(parse_query.now, pg_catalog.now()))

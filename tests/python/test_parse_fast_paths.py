@@ -641,7 +641,7 @@ def _anchor_call_guard() -> str:
 def _time_skip_words() -> set[str]:
     """The word set dm.parse_query tests before calling dm_private.parse_time_words."""
     source = _parse_query_source()
-    block = source[source.index("CASE WHEN plain AND n < 64 AND prepared !~ '[0-9]'") :]
+    block = source[source.index("no_time := n < 64 AND prepared !~ '[0-9]'") :]
     block = block[: block.index("OPERATOR(pg_catalog.?|) toks)")]
     return set(re.findall(r'"([a-z]+)":\s*true', block))
 
@@ -795,6 +795,50 @@ def test_skipped_time_call_would_find_nothing(
     assert row is not None
     if not any(w.lower() in skip for w in words):
         assert row[0] == '{"intent": null, "window": null, "expressions": [], "temporal_question": false}'
+
+
+# Session 10: the no-time shortcut covers questions of any shape whose tokens hold no digit, no time
+# word and none of the punctuation parse_time_words cuts words at. Words of the rules glued to other
+# words by that punctuation (inside a token) or by punctuation only at a word's ends (outside it).
+PUNCTUATED_TIME_WORDS = st.sampled_from(
+    ["week", "when", "time", "day", "may", "first", "now", "still", "with"]
+)
+PUNCTUATED_OTHER_WORDS = st.sampled_from(["Amber", "birch", "what", "did", "go", "x", "s", "it", "mom"])
+PUNCTUATION = st.sampled_from(
+    [*"][,.;:!?(){}\"\u201c\u201d'/-", "'s", "'S", "$", "&", "#", "+", "\u2026", "\u2014", "*", "_", "~"]
+)
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    words=st.lists(
+        st.tuples(
+            st.one_of(PUNCTUATED_TIME_WORDS, PUNCTUATED_OTHER_WORDS),
+            st.sampled_from(["", "before", "after", "inside"]),
+            PUNCTUATION,
+            PUNCTUATED_OTHER_WORDS,
+        ),
+        min_size=1,
+        max_size=8,
+    )
+)
+def test_punctuated_questions_skip_the_time_call_only_without_time(
+    url: str, frame_team: Principal, words: list[tuple[str, str, str, str]]
+) -> None:
+    """A question of any shape answers what its reference helpers answer, time included: the no-time
+    shortcut is taken only when parse_time_words would find nothing (it fails when the test for
+    punctuation inside a token is left out: "last-week", "x'sunday", "now.day")."""
+    parts = []
+    for word, where, mark, other in words:
+        if where == "before":
+            parts.append(mark + word)
+        elif where == "after":
+            parts.append(word + mark)
+        elif where == "inside":
+            parts.append(other + mark + word)
+        else:
+            parts.append(word)
+    _assert_frame_equals_reference(url, frame_team, " ".join(parts))
 
 
 TRIGRAM_PROBES = st.sampled_from(
