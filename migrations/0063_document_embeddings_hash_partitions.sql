@@ -63,14 +63,16 @@ ALTER TABLE dm_private.document_embeddings RENAME TO document_embeddings_0062;
 ALTER TABLE dm_private.document_embeddings_0062
 RENAME CONSTRAINT document_embeddings_pkey TO document_embeddings_0062_pkey;
 
+-- The not-null constraints are named as 0002's were (the old table still
+-- holds those names here, so PostgreSQL would otherwise add a suffix).
 CREATE TABLE dm_private.document_embeddings (
-    team_id uuid NOT NULL,
-    document_id uuid NOT NULL,
-    contract_id integer NOT NULL,
-    document_version integer NOT NULL,
-    source_version integer NOT NULL,
-    embedding public.halfvec NOT NULL,
-    created_at timestamptz NOT NULL DEFAULT pg_catalog.now()
+    team_id uuid CONSTRAINT document_embeddings_team_id_not_null NOT NULL,
+    document_id uuid CONSTRAINT document_embeddings_document_id_not_null NOT NULL,
+    contract_id integer CONSTRAINT document_embeddings_contract_id_not_null NOT NULL,
+    document_version integer CONSTRAINT document_embeddings_document_version_not_null NOT NULL,
+    source_version integer CONSTRAINT document_embeddings_source_version_not_null NOT NULL,
+    embedding public.halfvec CONSTRAINT document_embeddings_embedding_not_null NOT NULL,
+    created_at timestamptz CONSTRAINT document_embeddings_created_at_not_null NOT NULL DEFAULT pg_catalog.now()
 ) PARTITION BY HASH (team_id);
 COMMENT ON TABLE dm_private.document_embeddings IS
 'Vectors by contract (half precision). A vector is usable only while its document_version and source_version equal the document''s and its contract is active.';
