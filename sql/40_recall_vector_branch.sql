@@ -417,6 +417,14 @@ BEGIN
         setting := pg_catalog.set_config('enable_mergejoin', 'off', true);
     END IF;
     IF path = 'exact' THEN
+        -- No Materialize in the exact path's generic plans: since 0063 a
+        -- generic plan's estimate of one team's vectors is the sum over the
+        -- 16 hash partitions (about 16 times the team), and the prefix
+        -- statement then joined its nearest rows to the team's documents in
+        -- a Nested Loop over a Materialize of every eligible document
+        -- (101-1k bucket of the 1M bench: +5 M instructions per recall);
+        -- without it the join is hashed. Same rows, fully ordered.
+        setting := pg_catalog.set_config('enable_material', 'off', true);
         -- A time window that holds fewer than 4 x cap of the team's evidence
         -- documents (a parsed "in June", "last week": pass 1 of a recall)
         -- goes straight to the eligible-first statement below, which
