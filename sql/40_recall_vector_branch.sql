@@ -417,6 +417,14 @@ BEGIN
         setting := pg_catalog.set_config('enable_mergejoin', 'off', true);
     END IF;
     IF path = 'exact' THEN
+        -- No Materialize in the exact path's generic plans: since 0063 a
+        -- generic plan's estimate of one team's vectors is the sum over the
+        -- 16 hash partitions (about 16 times the team), and the prefix
+        -- statement then joined its nearest rows to the team's documents in
+        -- a Nested Loop over a Materialize of every eligible document
+        -- (101-1k bucket of the 1M bench: +5 M instructions per recall);
+        -- without it the join is hashed. Same rows, fully ordered.
+        setting := pg_catalog.set_config('enable_material', 'off', true);
         -- A time window that holds fewer than 4 x cap of the team's evidence
         -- documents (a parsed "in June", "last week": pass 1 of a recall)
         -- goes straight to the eligible-first statement below, which
@@ -745,8 +753,32 @@ COMMENT ON FUNCTION dm_private.recall_vector_define_walk(uuid, integer, integer,
 'Administrator: (re)defines the walk function of one registered partial HNSW index: the vector branch''s HNSW statement with the team and contract as literals, one generic plan per session. Returns its name.';
 REVOKE ALL ON FUNCTION dm_private.recall_vector_define_walk(uuid, integer, integer, name) FROM PUBLIC;
 
+-- The partition of dm_private.document_embeddings (hash partitioned by
+-- team_id, migration 0063) that holds a team's rows: a team's partial HNSW
+-- index is built on it, so that only plans and inserts of that partition
+-- see the index. Computed from the partition bounds, not from the rows.
+CREATE OR REPLACE FUNCTION dm_private.document_embeddings_partition(team_id uuid)
+RETURNS regclass
+LANGUAGE sql
+STABLE
+SET search_path = ''
+AS $$
+    SELECT inh.inhrelid::regclass
+    FROM pg_catalog.pg_inherits AS inh
+    JOIN pg_catalog.pg_class AS c ON c.oid = inh.inhrelid
+    CROSS JOIN LATERAL pg_catalog.regexp_match(pg_catalog.pg_get_expr(c.relpartbound, c.oid),
+                                               'modulus (\d+), remainder (\d+)') AS m (b)
+    WHERE inh.inhparent = 'dm_private.document_embeddings'::regclass
+      AND pg_catalog.satisfies_hash_partition('dm_private.document_embeddings'::regclass,
+                                              m.b[1]::integer, m.b[2]::integer, document_embeddings_partition.team_id)
+$$;
+COMMENT ON FUNCTION dm_private.document_embeddings_partition(uuid) IS
+'Administrator: the hash partition of dm_private.document_embeddings that holds the team''s rows (where dm.refresh_vector_indexes builds its partial HNSW index).';
+REVOKE ALL ON FUNCTION dm_private.document_embeddings_partition(uuid) FROM PUBLIC;
+
 -- Administrator: gives every team with at least partial_index_min_rows
--- vectors of the active contract its own partial HNSW index, and registers
+-- vectors of the active contract its own partial HNSW index (on the team's
+-- partition of document_embeddings), and registers
 -- it so the vector branch switches to it. Run after bulk loads or
 -- periodically (`densemem bench recall` runs it); it never drops an index.
 CREATE OR REPLACE FUNCTION dm.refresh_vector_indexes(min_rows integer DEFAULT NULL)
@@ -762,6 +794,7 @@ DECLARE
     new_name name;
     teams uuid [];
     counts bigint [];
+    part regclass;
     i integer;
 BEGIN
     SELECT c.contract_id, c.dimensions INTO contract FROM dm_private.embedding_contracts AS c WHERE c.is_active;
@@ -782,11 +815,17 @@ BEGIN
         CONTINUE WHEN EXISTS (SELECT 1 FROM dm_private.team_vector_indexes AS t
                               WHERE t.team_id = teams[i] AND t.contract_id = contract.contract_id);
         new_name := 'dm_vec_' || pg_catalog.replace(teams[i]::text, '-', '') || '_c' || contract.contract_id;
+        -- On the team's own partition only: other teams' plans and inserts
+        -- never open it.
+        part := dm_private.document_embeddings_partition(teams[i]);
+        IF part IS NULL THEN
+            RAISE EXCEPTION 'no partition of dm_private.document_embeddings for team %', teams[i];
+        END IF;
         EXECUTE pg_catalog.format(
-            'CREATE INDEX IF NOT EXISTS %I ON dm_private.document_embeddings '
+            'CREATE INDEX IF NOT EXISTS %I ON %s '
             'USING hnsw (((embedding)::public.halfvec(%s)) public.halfvec_cosine_ops) '
             'WITH (m = %s, ef_construction = %s) WHERE team_id = %L::uuid AND contract_id = %s',
-            new_name, contract.dimensions,
+            new_name, part, contract.dimensions,
             COALESCE((profile.settings #>> '{hnsw,m}')::integer, 16),
             COALESCE((profile.settings #>> '{hnsw,ef_construction}')::integer, 64),
             teams[i], contract.contract_id);
