@@ -688,10 +688,16 @@ BEGIN
     --   selectivity, and its ORs tried as bitmap paths. They are evaluated
     --   on the same rows with the same result (a NULL condition fails the
     --   CASE as it fails the WHERE clause).
+    -- The parameters stay unnamed, as in the PL/pgSQL version (whose ALIAS
+    -- names are the ones below): CREATE OR REPLACE may add names to a
+    -- function but never remove or change them, so a named version could not
+    -- be replaced by an older sql/40 again. $1 query halfvec, $2 cap,
+    -- $3 valid_at, $4 known_at, $5 scopes, $6 source groups, $7 memory
+    -- types, $8 created_after, $9 created_before, $10 has_window,
+    -- $11 window_from, $12 window_to, $13 known evidence ids, $14 disabled
+    -- owner profiles (recall_vector_sql's numbering).
     EXECUTE pg_catalog.format($ddl$
-CREATE OR REPLACE FUNCTION dm_private.%1$I(q public.halfvec, cap integer, valid_at timestamptz, known_at timestamptz,
-    scopes text [], source_groups text [], memory_types text [], created_after timestamptz, created_before timestamptz,
-    has_window boolean, window_from timestamptz, window_to timestamptz, known_ids uuid [], disabled uuid [])
+CREATE OR REPLACE FUNCTION %1$s
 RETURNS dm_private.recall_branch_hit []
 LANGUAGE sql
 STABLE
@@ -710,7 +716,7 @@ AS $walk$
     FROM (
         WITH nearest AS MATERIALIZED (
             SELECT d.document_id, d.subject_id,
-                   ((e.embedding)::public.halfvec(%2$s) OPERATOR(public.<=>) q) AS distance
+                   ((e.embedding)::public.halfvec(%2$s) OPERATOR(public.<=>) $1) AS distance
             FROM dm_private.document_embeddings AS e
             JOIN dm_private.search_documents AS d ON d.team_id = e.team_id AND d.document_id = e.document_id
             WHERE e.team_id = %3$L::uuid AND e.contract_id = %4$s AND d.team_id = %3$L::uuid
@@ -718,30 +724,30 @@ AS $walk$
               AND d.source_version = e.source_version
               AND CASE WHEN d.subject_kind = 'evidence'
                             AND d.is_recallable
-                            AND d.owner_profile_id <> ALL (disabled)
-                            AND (d.valid_from IS NULL OR d.valid_from <= valid_at)
-                            AND (d.valid_to IS NULL OR d.valid_to > valid_at)
-                            AND (d.known_from IS NULL OR d.known_from <= known_at)
-                            AND (d.known_to IS NULL OR d.known_to > known_at)
-                            AND d.policy_labels <@ scopes
-                            AND (source_groups IS NULL OR d.source_group = ANY (source_groups))
-                            AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
-                            AND (created_after IS NULL OR d.source_created_at >= created_after)
-                            AND (created_before IS NULL OR d.source_created_at < created_before)
-                            AND (NOT has_window OR (d.source_created_at IS NOT NULL
-                                                    AND (window_from IS NULL OR d.source_created_at >= window_from)
-                                                    AND (window_to IS NULL OR d.source_created_at <= window_to)))
-                            AND d.subject_id <> ALL (known_ids)
+                            AND d.owner_profile_id <> ALL ($14)
+                            AND (d.valid_from IS NULL OR d.valid_from <= $3)
+                            AND (d.valid_to IS NULL OR d.valid_to > $3)
+                            AND (d.known_from IS NULL OR d.known_from <= $4)
+                            AND (d.known_to IS NULL OR d.known_to > $4)
+                            AND d.policy_labels <@ $5
+                            AND ($6 IS NULL OR d.source_group = ANY ($6))
+                            AND ($7 IS NULL OR d.memory_type::text = ANY ($7))
+                            AND ($8 IS NULL OR d.source_created_at >= $8)
+                            AND ($9 IS NULL OR d.source_created_at < $9)
+                            AND (NOT $10 OR (d.source_created_at IS NOT NULL
+                                             AND ($11 IS NULL OR d.source_created_at >= $11)
+                                             AND ($12 IS NULL OR d.source_created_at <= $12)))
+                            AND d.subject_id <> ALL ($13)
                        THEN true ELSE false END
-            ORDER BY ((e.embedding)::public.halfvec(%2$s) OPERATOR(public.<=>) q)
-            LIMIT cap)
+            ORDER BY ((e.embedding)::public.halfvec(%2$s) OPERATOR(public.<=>) $1)
+            LIMIT $2)
         SELECT 'vector'::text AS branch, n.document_id, n.subject_id AS evidence_id,
                (pg_catalog.row_number() OVER (ORDER BY n.distance, n.subject_id))::integer AS branch_rank,
                n.distance::double precision AS branch_score
         FROM nearest AS n
         ORDER BY n.distance, n.subject_id) AS h
 $walk$
-$ddl$, walk, dimensions, team_id, contract_id);
+$ddl$, signature, dimensions, team_id, contract_id);
     EXECUTE pg_catalog.format('COMMENT ON FUNCTION %s IS %L', signature,
         pg_catalog.format('Vector branch walk of team %s, contract %s (partial index %s): recall_vector_candidates'' HNSW statement with the team as a literal, one generic plan per session. Generated by dm_private.recall_vector_define_walk.',
                           team_id, contract_id, index_name));
