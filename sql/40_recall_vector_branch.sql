@@ -566,8 +566,9 @@ BEGIN
         NULL;  -- ranked above
     ELSIF chosen.walk_function IS NOT NULL THEN
         -- The team's own walk function: the statement below with the team
-        -- and contract written in as literals, in a PL/pgSQL function of its
-        -- own that keeps one generic plan per session (the literals match the
+        -- and contract written in as literals, in a function of its own
+        -- (LANGUAGE sql since session 11: nothing to compile on a team's
+        -- first call) that keeps one generic plan per session (the literals match the
         -- partial index without a custom plan). Planning the statement on
         -- every call cost about 1.5 M instructions of a 6.6 M call on the 1M
         -- bench's 10k+ teams, growing with the number of partial indexes on
