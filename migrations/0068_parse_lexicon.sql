@@ -51,10 +51,9 @@ COMMENT ON INDEX dm_private.parse_lexicon_first_word_idx IS
 
 ALTER TABLE dm_private.parse_lexicon ENABLE ROW LEVEL SECURITY;
 ALTER TABLE dm_private.parse_lexicon FORCE ROW LEVEL SECURITY;
-CREATE POLICY "the service works inside the authenticated team" ON dm_private.parse_lexicon
-AS PERMISSIVE FOR ALL TO densemem_app
-USING (team_id = (SELECT NULLIF(pg_catalog.current_setting('densemem.team_id', true), '')::uuid))
-WITH CHECK (team_id = (SELECT NULLIF(pg_catalog.current_setting('densemem.team_id', true), '')::uuid));
+CREATE POLICY "the service reads inside the authenticated team" ON dm_private.parse_lexicon
+AS PERMISSIVE FOR SELECT TO densemem_app
+USING (team_id = (SELECT NULLIF(pg_catalog.current_setting('densemem.team_id', true), '')::uuid));
 CREATE POLICY "analysts and operators read only their granted team" ON dm_private.parse_lexicon
 AS PERMISSIVE FOR SELECT TO densemem_analyst, densemem_operator
 USING (team_id = (SELECT NULLIF(pg_catalog.current_setting('densemem.team_id', true), '')::uuid)
@@ -62,17 +61,19 @@ USING (team_id = (SELECT NULLIF(pg_catalog.current_setting('densemem.team_id', t
            SELECT 1 FROM dm_private.team_role_grants AS g
            WHERE g.team_id = (SELECT NULLIF(pg_catalog.current_setting('densemem.team_id', true), '')::uuid)
              AND g.role_name = session_user)));
-CREATE POLICY "the owner works inside the authenticated team" ON dm_private.parse_lexicon
-AS PERMISSIVE FOR ALL TO densemem_owner
-USING (team_id = (SELECT NULLIF(pg_catalog.current_setting('densemem.team_id', true), '')::uuid))
-WITH CHECK (team_id = (SELECT NULLIF(pg_catalog.current_setting('densemem.team_id', true), '')::uuid));
+CREATE POLICY "the owner reads inside the authenticated team" ON dm_private.parse_lexicon
+AS PERMISSIVE FOR SELECT TO densemem_owner
+USING (team_id = (SELECT NULLIF(pg_catalog.current_setting('densemem.team_id', true), '')::uuid));
 
 REVOKE ALL ON dm_private.parse_lexicon FROM PUBLIC;
--- The write path (invoker functions as densemem_app) changes rows through
--- the triggers; RLS keeps them inside the team. The parse reads as
--- densemem_searcher with an explicit, checked team predicate.
-GRANT SELECT, INSERT, UPDATE, DELETE ON dm_private.parse_lexicon TO densemem_app;
-GRANT SELECT ON dm_private.parse_lexicon TO densemem_analyst, densemem_operator, densemem_searcher;
+-- Only the trigger functions write it (definers owned by densemem_searcher,
+-- which bypasses row-level security: a cascaded delete of an entity's names
+-- runs as the table owner, with no team authenticated); they derive every
+-- row they write from the rows the writing statement changed. The parse
+-- reads as densemem_searcher with an explicit, checked team predicate; the
+-- other roles read their team's rows under row-level security.
+GRANT SELECT ON dm_private.parse_lexicon TO densemem_app, densemem_analyst, densemem_operator;
+GRANT SELECT, INSERT, UPDATE, DELETE ON dm_private.parse_lexicon TO densemem_searcher;
 
 -- ---------------------------------------------------------------- trigger functions (current definition: sql/20)
 
@@ -85,10 +86,17 @@ GRANT SELECT ON dm_private.parse_lexicon TO densemem_analyst, densemem_operator,
 -- start-up and one descent per name) and the team's synonyms by a third
 -- scan (~23 k: its start-up, also for the most common team, which has none);
 -- carried here, they cost one index scan.
+-- The trigger functions run as densemem_searcher (definer, search_path ''):
+-- they write only rows derived from the rows the writing statement changed
+-- (its transition tables), and they must see and change the lexicon rows
+-- of that team also when no team is authenticated, as in the cascaded
+-- delete of an entity's names, which runs as the table owner. No other
+-- role writes the table.
 -- After INSERT on entity_names: the new names, with their entity's canonical name.
 CREATE OR REPLACE FUNCTION dm_private.parse_lexicon_names_inserted()
 RETURNS trigger
 LANGUAGE plpgsql
+SECURITY DEFINER
 SET search_path = ''
 AS $$
 BEGIN
@@ -103,11 +111,13 @@ END
 $$;
 COMMENT ON FUNCTION dm_private.parse_lexicon_names_inserted() IS
 'Trigger (statement, after INSERT on entity_names): adds the new names to dm_private.parse_lexicon with their entity''s canonical name.';
+ALTER FUNCTION dm_private.parse_lexicon_names_inserted() OWNER TO densemem_searcher;
 
 -- After DELETE on entity_names (also cascaded from entities): their rows go.
 CREATE OR REPLACE FUNCTION dm_private.parse_lexicon_names_deleted()
 RETURNS trigger
 LANGUAGE plpgsql
+SECURITY DEFINER
 SET search_path = ''
 AS $$
 BEGIN
@@ -119,12 +129,14 @@ END
 $$;
 COMMENT ON FUNCTION dm_private.parse_lexicon_names_deleted() IS
 'Trigger (statement, after DELETE on entity_names): removes their dm_private.parse_lexicon rows.';
+ALTER FUNCTION dm_private.parse_lexicon_names_deleted() OWNER TO densemem_searcher;
 
 -- After UPDATE on entity_names (no write path updates names; direct SQL may):
 -- the old rows go, the new ones come.
 CREATE OR REPLACE FUNCTION dm_private.parse_lexicon_names_updated()
 RETURNS trigger
 LANGUAGE plpgsql
+SECURITY DEFINER
 SET search_path = ''
 AS $$
 BEGIN
@@ -142,6 +154,7 @@ END
 $$;
 COMMENT ON FUNCTION dm_private.parse_lexicon_names_updated() IS
 'Trigger (statement, after UPDATE on entity_names): rewrites the dm_private.parse_lexicon rows of the updated names.';
+ALTER FUNCTION dm_private.parse_lexicon_names_updated() OWNER TO densemem_searcher;
 
 -- After UPDATE OF canonical_name on entities (row trigger, only when the
 -- name changed; upsert_entities never changes it): the entity's names carry
@@ -149,6 +162,7 @@ COMMENT ON FUNCTION dm_private.parse_lexicon_names_updated() IS
 CREATE OR REPLACE FUNCTION dm_private.parse_lexicon_entity_renamed()
 RETURNS trigger
 LANGUAGE plpgsql
+SECURITY DEFINER
 SET search_path = ''
 AS $$
 BEGIN
@@ -162,6 +176,7 @@ END
 $$;
 COMMENT ON FUNCTION dm_private.parse_lexicon_entity_renamed() IS
 'Trigger (row, after UPDATE OF canonical_name on entities when it changed): the entity''s dm_private.parse_lexicon rows carry the new canonical name.';
+ALTER FUNCTION dm_private.parse_lexicon_entity_renamed() OWNER TO densemem_searcher;
 
 -- After INSERT on predicate_synonyms: {predicate, phrase, '' or ' -' for a
 -- disabled row, ''} (the third element tells a phrase from a name, whose
@@ -169,6 +184,7 @@ COMMENT ON FUNCTION dm_private.parse_lexicon_entity_renamed() IS
 CREATE OR REPLACE FUNCTION dm_private.parse_lexicon_synonyms_inserted()
 RETURNS trigger
 LANGUAGE plpgsql
+SECURITY DEFINER
 SET search_path = ''
 AS $$
 BEGIN
@@ -182,11 +198,13 @@ END
 $$;
 COMMENT ON FUNCTION dm_private.parse_lexicon_synonyms_inserted() IS
 'Trigger (statement, after INSERT on predicate_synonyms): adds the new phrases to dm_private.parse_lexicon.';
+ALTER FUNCTION dm_private.parse_lexicon_synonyms_inserted() OWNER TO densemem_searcher;
 
 -- After DELETE on predicate_synonyms: their rows go.
 CREATE OR REPLACE FUNCTION dm_private.parse_lexicon_synonyms_deleted()
 RETURNS trigger
 LANGUAGE plpgsql
+SECURITY DEFINER
 SET search_path = ''
 AS $$
 BEGIN
@@ -198,12 +216,14 @@ END
 $$;
 COMMENT ON FUNCTION dm_private.parse_lexicon_synonyms_deleted() IS
 'Trigger (statement, after DELETE on predicate_synonyms): removes their dm_private.parse_lexicon rows.';
+ALTER FUNCTION dm_private.parse_lexicon_synonyms_deleted() OWNER TO densemem_searcher;
 
 -- After UPDATE on predicate_synonyms (enabled switched, phrase or predicate
 -- changed): the old rows go, the new ones come.
 CREATE OR REPLACE FUNCTION dm_private.parse_lexicon_synonyms_updated()
 RETURNS trigger
 LANGUAGE plpgsql
+SECURITY DEFINER
 SET search_path = ''
 AS $$
 BEGIN
@@ -220,11 +240,13 @@ END
 $$;
 COMMENT ON FUNCTION dm_private.parse_lexicon_synonyms_updated() IS
 'Trigger (statement, after UPDATE on predicate_synonyms): rewrites the dm_private.parse_lexicon rows of the updated phrases.';
+ALTER FUNCTION dm_private.parse_lexicon_synonyms_updated() OWNER TO densemem_searcher;
 
 -- TRUNCATE has no transition table: the rows of the truncated table go.
 CREATE OR REPLACE FUNCTION dm_private.parse_lexicon_truncated()
 RETURNS trigger
 LANGUAGE plpgsql
+SECURITY DEFINER
 SET search_path = ''
 AS $$
 BEGIN
@@ -235,6 +257,7 @@ END
 $$;
 COMMENT ON FUNCTION dm_private.parse_lexicon_truncated() IS
 'Trigger (statement, after TRUNCATE on entity_names or predicate_synonyms): removes that table''s dm_private.parse_lexicon rows.';
+ALTER FUNCTION dm_private.parse_lexicon_truncated() OWNER TO densemem_searcher;
 
 REVOKE ALL ON FUNCTION dm_private.parse_lexicon_names_inserted() FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm_private.parse_lexicon_names_deleted() FROM PUBLIC;

@@ -1521,10 +1521,17 @@ ALTER FUNCTION dm_private.parse_query_names(uuid, text [], text [], text [], jso
 -- start-up and one descent per name) and the team's synonyms by a third
 -- scan (~23 k: its start-up, also for the most common team, which has none);
 -- carried here, they cost one index scan.
+-- The trigger functions run as densemem_searcher (definer, search_path ''):
+-- they write only rows derived from the rows the writing statement changed
+-- (its transition tables), and they must see and change the lexicon rows
+-- of that team also when no team is authenticated, as in the cascaded
+-- delete of an entity's names, which runs as the table owner. No other
+-- role writes the table.
 -- After INSERT on entity_names: the new names, with their entity's canonical name.
 CREATE OR REPLACE FUNCTION dm_private.parse_lexicon_names_inserted()
 RETURNS trigger
 LANGUAGE plpgsql
+SECURITY DEFINER
 SET search_path = ''
 AS $$
 BEGIN
@@ -1539,11 +1546,13 @@ END
 $$;
 COMMENT ON FUNCTION dm_private.parse_lexicon_names_inserted() IS
 'Trigger (statement, after INSERT on entity_names): adds the new names to dm_private.parse_lexicon with their entity''s canonical name.';
+ALTER FUNCTION dm_private.parse_lexicon_names_inserted() OWNER TO densemem_searcher;
 
 -- After DELETE on entity_names (also cascaded from entities): their rows go.
 CREATE OR REPLACE FUNCTION dm_private.parse_lexicon_names_deleted()
 RETURNS trigger
 LANGUAGE plpgsql
+SECURITY DEFINER
 SET search_path = ''
 AS $$
 BEGIN
@@ -1555,12 +1564,14 @@ END
 $$;
 COMMENT ON FUNCTION dm_private.parse_lexicon_names_deleted() IS
 'Trigger (statement, after DELETE on entity_names): removes their dm_private.parse_lexicon rows.';
+ALTER FUNCTION dm_private.parse_lexicon_names_deleted() OWNER TO densemem_searcher;
 
 -- After UPDATE on entity_names (no write path updates names; direct SQL may):
 -- the old rows go, the new ones come.
 CREATE OR REPLACE FUNCTION dm_private.parse_lexicon_names_updated()
 RETURNS trigger
 LANGUAGE plpgsql
+SECURITY DEFINER
 SET search_path = ''
 AS $$
 BEGIN
@@ -1578,6 +1589,7 @@ END
 $$;
 COMMENT ON FUNCTION dm_private.parse_lexicon_names_updated() IS
 'Trigger (statement, after UPDATE on entity_names): rewrites the dm_private.parse_lexicon rows of the updated names.';
+ALTER FUNCTION dm_private.parse_lexicon_names_updated() OWNER TO densemem_searcher;
 
 -- After UPDATE OF canonical_name on entities (row trigger, only when the
 -- name changed; upsert_entities never changes it): the entity's names carry
@@ -1585,6 +1597,7 @@ COMMENT ON FUNCTION dm_private.parse_lexicon_names_updated() IS
 CREATE OR REPLACE FUNCTION dm_private.parse_lexicon_entity_renamed()
 RETURNS trigger
 LANGUAGE plpgsql
+SECURITY DEFINER
 SET search_path = ''
 AS $$
 BEGIN
@@ -1598,6 +1611,7 @@ END
 $$;
 COMMENT ON FUNCTION dm_private.parse_lexicon_entity_renamed() IS
 'Trigger (row, after UPDATE OF canonical_name on entities when it changed): the entity''s dm_private.parse_lexicon rows carry the new canonical name.';
+ALTER FUNCTION dm_private.parse_lexicon_entity_renamed() OWNER TO densemem_searcher;
 
 -- After INSERT on predicate_synonyms: {predicate, phrase, '' or ' -' for a
 -- disabled row, ''} (the third element tells a phrase from a name, whose
@@ -1605,6 +1619,7 @@ COMMENT ON FUNCTION dm_private.parse_lexicon_entity_renamed() IS
 CREATE OR REPLACE FUNCTION dm_private.parse_lexicon_synonyms_inserted()
 RETURNS trigger
 LANGUAGE plpgsql
+SECURITY DEFINER
 SET search_path = ''
 AS $$
 BEGIN
@@ -1618,11 +1633,13 @@ END
 $$;
 COMMENT ON FUNCTION dm_private.parse_lexicon_synonyms_inserted() IS
 'Trigger (statement, after INSERT on predicate_synonyms): adds the new phrases to dm_private.parse_lexicon.';
+ALTER FUNCTION dm_private.parse_lexicon_synonyms_inserted() OWNER TO densemem_searcher;
 
 -- After DELETE on predicate_synonyms: their rows go.
 CREATE OR REPLACE FUNCTION dm_private.parse_lexicon_synonyms_deleted()
 RETURNS trigger
 LANGUAGE plpgsql
+SECURITY DEFINER
 SET search_path = ''
 AS $$
 BEGIN
@@ -1634,12 +1651,14 @@ END
 $$;
 COMMENT ON FUNCTION dm_private.parse_lexicon_synonyms_deleted() IS
 'Trigger (statement, after DELETE on predicate_synonyms): removes their dm_private.parse_lexicon rows.';
+ALTER FUNCTION dm_private.parse_lexicon_synonyms_deleted() OWNER TO densemem_searcher;
 
 -- After UPDATE on predicate_synonyms (enabled switched, phrase or predicate
 -- changed): the old rows go, the new ones come.
 CREATE OR REPLACE FUNCTION dm_private.parse_lexicon_synonyms_updated()
 RETURNS trigger
 LANGUAGE plpgsql
+SECURITY DEFINER
 SET search_path = ''
 AS $$
 BEGIN
@@ -1656,11 +1675,13 @@ END
 $$;
 COMMENT ON FUNCTION dm_private.parse_lexicon_synonyms_updated() IS
 'Trigger (statement, after UPDATE on predicate_synonyms): rewrites the dm_private.parse_lexicon rows of the updated phrases.';
+ALTER FUNCTION dm_private.parse_lexicon_synonyms_updated() OWNER TO densemem_searcher;
 
 -- TRUNCATE has no transition table: the rows of the truncated table go.
 CREATE OR REPLACE FUNCTION dm_private.parse_lexicon_truncated()
 RETURNS trigger
 LANGUAGE plpgsql
+SECURITY DEFINER
 SET search_path = ''
 AS $$
 BEGIN
@@ -1671,6 +1692,7 @@ END
 $$;
 COMMENT ON FUNCTION dm_private.parse_lexicon_truncated() IS
 'Trigger (statement, after TRUNCATE on entity_names or predicate_synonyms): removes that table''s dm_private.parse_lexicon rows.';
+ALTER FUNCTION dm_private.parse_lexicon_truncated() OWNER TO densemem_searcher;
 
 REVOKE ALL ON FUNCTION dm_private.parse_lexicon_names_inserted() FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm_private.parse_lexicon_names_deleted() FROM PUBLIC;
