@@ -22,7 +22,8 @@
 --   dm_private.parse_query_team(team, tokens, sorted tokens, candidates, pieces)
 --                                             what dm.parse_query calls (session 8): the same
 --                                             answer, the names and phrases read by their first
---                                             two words (migration 0060) instead of by n-gram
+--                                             two words instead of by n-gram, since session 11
+--                                             from one table (dm_private.parse_lexicon, 0068)
 --   dm_private.match_query_entities(team, n-grams, candidates)
 --   dm_private.predicate_hints(team, n-grams) the same two answers by sorting SQL statements,
 --                                             for direct use (and rows beyond 16)
@@ -1706,8 +1707,10 @@ REVOKE ALL ON FUNCTION dm_private.parse_lexicon_truncated() FROM PUBLIC;
 -- The team's part of dm.parse_query since session 8: the same answer as
 -- dm_private.parse_query_names, without the n-grams. The names, aliases and
 -- synonym phrases whose first two words are tokens of the query (the second
--- may be empty) are read through the indexes of migration 0060 with the
--- query's ~9 distinct tokens as keys, instead of ~35 n-grams; a row is kept
+-- may be empty) are read with the query's ~9 distinct tokens as keys,
+-- instead of ~35 n-grams (since session 11 from dm_private.parse_lexicon,
+-- which carries each name's canonical name and the team's synonyms, by its
+-- first-word index: one index scan); a row is kept
 -- when its name or phrase has one to four words and stands between spaces
 -- in the tokens, which is n-gram equality. It forces one generic plan: the
 -- plan cache kept custom plans for a team without entities or synonyms and
@@ -2033,7 +2036,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION dm_private.parse_query_team(uuid, text [], text [], text [], jsonb, jsonb, jsonb, jsonb) IS
-'What dm.parse_query reads from the authenticated team''s tables, in one call: the entities (as dm_private.match_query_entities) and predicates (as dm_private.predicate_hints) that the 1-4 token n-grams of toks (the query''s lower-case tokens; scan_toks: the same, sorted in byte order without duplicates, or as given) would find, read by their first two words, and the trigram candidates; with anchors NULL {"entities", "predicates"}, otherwise dm.parse_query''s whole answer with the given anchors, phrases, terms and time. Definer (densemem_searcher) with an explicit, checked team predicate; one generic plan.';
+'What dm.parse_query reads from the authenticated team''s tables, in one call: the entities (as dm_private.match_query_entities) and predicates (as dm_private.predicate_hints) that the 1-4 token n-grams of toks (the query''s lower-case tokens; scan_toks: the same, sorted in byte order without duplicates, or as given) would find, read by their first two words from dm_private.parse_lexicon, and the trigram candidates; with anchors NULL {"entities", "predicates"}, otherwise dm.parse_query''s whole answer with the given anchors, phrases, terms and time. Definer (densemem_searcher) with an explicit, checked team predicate; one generic plan.';
 ALTER FUNCTION dm_private.parse_query_team(uuid, text [], text [], text [], jsonb, jsonb, jsonb, jsonb) OWNER TO densemem_searcher;
 
 -- The one-call lookup behind dm.parse_query (dm_private.parse_query_names
@@ -2256,8 +2259,8 @@ BEGIN
     END IF;
 
     -- The tokens, sorted in byte order without duplicates, key the index
-    -- scans on the first word of the team's names and phrases (migration
-    -- 0060); the n-grams are not built: dm_private.parse_query_team keeps a
+    -- scan on the first word of the team's names and phrases (migration
+    -- 0068); the n-grams are not built: dm_private.parse_query_team keeps a
     -- name or phrase of one to four words when it stands between spaces in
     -- the tokens (the same rows as n-gram equality). Tokens are never
     -- empty, and none is longer than the lower-case text, so within 2,047

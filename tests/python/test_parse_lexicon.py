@@ -69,7 +69,8 @@ def make_team(admin: psycopg.Connection[Any], name: str) -> Principal:
     team, profile = uuid.uuid4(), uuid.uuid4()
     admin.execute("INSERT INTO dm_private.teams (team_id, name) VALUES (%s, %s)", (team, name))
     admin.execute(
-        "INSERT INTO dm_private.profiles (team_id, profile_id, name) VALUES (%s, %s, 'writer')", (team, profile)
+        "INSERT INTO dm_private.profiles (team_id, profile_id, name) VALUES (%s, %s, 'writer')",
+        (team, profile),
     )
     return Principal(team_id=team, profile_id=profile)
 
@@ -138,7 +139,8 @@ def test_every_write_keeps_the_lexicon_exact(url: str) -> None:
 
         with acting_as(conn, a) as cur:
             cur.execute(
-                "UPDATE dm_private.predicate_synonyms SET enabled = NOT enabled WHERE team_id = %s", (a.team_id,)
+                "UPDATE dm_private.predicate_synonyms SET enabled = NOT enabled WHERE team_id = %s",
+                (a.team_id,),
             )
             cur.execute(
                 "UPDATE dm_private.predicate_synonyms SET phrase = 'is a friend of' "
@@ -146,7 +148,8 @@ def test_every_write_keeps_the_lexicon_exact(url: str) -> None:
                 (a.team_id,),
             )
             cur.execute(
-                "DELETE FROM dm_private.predicate_synonyms WHERE team_id = %s AND phrase = 'mentors'", (a.team_id,)
+                "DELETE FROM dm_private.predicate_synonyms WHERE team_id = %s AND phrase = 'mentors'",
+                (a.team_id,),
             )
         assert differences(admin) == []
         parse_matches_reference(conn, a)
@@ -162,7 +165,8 @@ def test_every_write_keeps_the_lexicon_exact(url: str) -> None:
             (a.team_id,),
         )
         admin.execute(
-            "UPDATE dm_private.entities SET canonical_name = 'Caroline B.' WHERE team_id = %s AND entity_id = %s",
+            "UPDATE dm_private.entities SET canonical_name = 'Caroline B.' "
+            "WHERE team_id = %s AND entity_id = %s",
             (a.team_id, carol),
         )
         assert differences(admin) == []
@@ -171,10 +175,12 @@ def test_every_write_keeps_the_lexicon_exact(url: str) -> None:
         # A rolled-back write leaves nothing behind.
         with pytest.raises(RuntimeError), conn.transaction():
             conn.execute(
-                "SELECT set_config('densemem.team_id', %s, true), set_config('densemem.profile_id', %s, true)",
+                "SELECT set_config('densemem.team_id', %s, true), "
+                "set_config('densemem.profile_id', %s, true)",
                 (str(a.team_id), str(a.profile_id)),
             )
-            conn.execute("SELECT dm.upsert_entities(%s, %s::jsonb)", (a.team_id, json.dumps([{"name": "Ghost"}])))
+            ghost = json.dumps([{"name": "Ghost"}])
+            conn.execute("SELECT dm.upsert_entities(%s, %s::jsonb)", (a.team_id, ghost))
             raise RuntimeError("roll back")
         assert differences(admin) == []
 
@@ -188,14 +194,17 @@ def test_every_write_keeps_the_lexicon_exact(url: str) -> None:
                 (b.team_id, entity),
             )
             admin.execute(
-                "INSERT INTO dm_private.entity_names (team_id, entity_id, name, normalized_name, is_canonical) "
+                "INSERT INTO dm_private.entity_names "
+                "(team_id, entity_id, name, normalized_name, is_canonical) "
                 "VALUES (%s, %s, 'Bulk Name', 'bulk name', true)",
                 (b.team_id, entity),
             )
         assert differences(admin) == []
 
         # Deleting entities cascades to their names, and their rows go.
-        admin.execute("DELETE FROM dm_private.entities WHERE team_id = %s AND entity_id = %s", (a.team_id, carol))
+        admin.execute(
+            "DELETE FROM dm_private.entities WHERE team_id = %s AND entity_id = %s", (a.team_id, carol)
+        )
         assert differences(admin) == []
         parse_matches_reference(conn, a)
         parse_matches_reference(conn, b)
