@@ -13,21 +13,26 @@
 -- This table holds one row per entity name or alias and per team synonym,
 -- as the row the parse needs ({entity id, name, 't'|'f', canonical name} or
 -- {predicate, phrase, '' or ' -' when disabled, ''}), keyed by team and the
--- first two words exactly as entity_names_first_word_idx: one index scan
--- reads both. Statement triggers on entity_names, entities (canonical name)
+-- first two words in byte order, as entity_names_first_word_idx was: one
+-- index scan reads both. Statement triggers on entity_names, entities (canonical name)
 -- and predicate_synonyms (functions in sql/20_parse_query.sql, copied here
 -- because the triggers need them now) keep it exact in the transaction of
 -- every write; ENABLE ALWAYS, so a bulk load in replica mode cannot leave it
 -- stale. No foreign key: the rows are derived, and a delete (also a
 -- cascaded one) removes them through the trigger.
 --
--- Write cost: one row and two btree entries per name, alias or synonym, and
--- one trigger call per writing statement.
+-- Write cost: one row and one btree entry per name, alias or synonym, and
+-- one trigger call per writing statement (0069 drops the 0060 first-word
+-- indexes of entity_names and predicate_synonyms, which nothing reads since).
 
 SET LOCAL ROLE densemem_owner;
 
 CREATE TABLE dm_private.parse_lexicon (
     team_id uuid NOT NULL,
+    -- The first two words of the name or phrase ('' for a one-word one),
+    -- compared in byte order: the lookup's keys.
+    first_word text COLLATE "C" NOT NULL,
+    second_word text COLLATE "C" NOT NULL,
     -- The normalized name or phrase (one to four words for a phrase).
     phrase text NOT NULL,
     -- 'n' an entity name or alias, 's' a team predicate synonym.
@@ -35,19 +40,21 @@ CREATE TABLE dm_private.parse_lexicon (
     -- The entity id (text) of a name, the predicate of a synonym.
     ref text NOT NULL,
     entry text [] NOT NULL,
-    CONSTRAINT parse_lexicon_pkey PRIMARY KEY (team_id, phrase, kind, ref),
+    -- One index, the lookup's: the team, then the first two words (the
+    -- rest makes a row's key unique; the triggers find a row by all of it).
+    -- No second index to write, and none for a generic plan to prefer when
+    -- the table's statistics are stale.
+    CONSTRAINT parse_lexicon_pkey PRIMARY KEY (team_id, first_word, second_word, phrase, kind, ref),
     CONSTRAINT parse_lexicon_kind CHECK (kind IN ('n', 's')),
+    CONSTRAINT parse_lexicon_words CHECK (
+        first_word = pg_catalog.split_part(phrase, ' ', 1) AND second_word = pg_catalog.split_part(phrase, ' ', 2)
+    ),
     CONSTRAINT parse_lexicon_entry CHECK (pg_catalog.cardinality(entry) = 4)
-);
-CREATE INDEX parse_lexicon_first_word_idx ON dm_private.parse_lexicon (
-    team_id,
-    pg_catalog.split_part(phrase, ' ', 1) COLLATE "C" text_pattern_ops,
-    pg_catalog.split_part(phrase, ' ', 2) COLLATE "C" text_pattern_ops
 );
 COMMENT ON TABLE dm_private.parse_lexicon IS
 'Derived, kept by triggers: every entity name and alias ({entity id, normalized name, ''t'' canonical or ''f'' alias, the entity''s canonical name}) and every team predicate synonym ({predicate, phrase, '''' or '' -'' when disabled, ''''}) as dm.parse_query reads them, in one index scan.';
-COMMENT ON INDEX dm_private.parse_lexicon_first_word_idx IS
-'Names and phrases by their first two words in byte order (dm.parse_query: split_part(phrase, '' '', 1) and split_part(phrase, '' '', 2) COLLATE "C" = ANY (query tokens; the second also '''')).';
+COMMENT ON INDEX dm_private.parse_lexicon_pkey IS
+'Names and phrases by team and first two words in byte order (dm.parse_query: first_word = ANY (query tokens), second_word = ANY (query tokens and the empty word)).';
 
 ALTER TABLE dm_private.parse_lexicon ENABLE ROW LEVEL SECURITY;
 ALTER TABLE dm_private.parse_lexicon FORCE ROW LEVEL SECURITY;
@@ -100,8 +107,9 @@ SECURITY DEFINER
 SET search_path = ''
 AS $$
 BEGIN
-    INSERT INTO dm_private.parse_lexicon AS l (team_id, phrase, kind, ref, entry)
-    SELECT n.team_id, n.normalized_name, 'n', n.entity_id::text,
+    INSERT INTO dm_private.parse_lexicon AS l (team_id, first_word, second_word, phrase, kind, ref, entry)
+    SELECT n.team_id, pg_catalog.split_part(n.normalized_name, ' ', 1), pg_catalog.split_part(n.normalized_name, ' ', 2),
+           n.normalized_name, 'n', n.entity_id::text,
            ARRAY[n.entity_id::text, n.normalized_name, CASE WHEN n.is_canonical THEN 't' ELSE 'f' END, e.canonical_name]
     FROM new_rows AS n
     JOIN dm_private.entities AS e ON e.team_id = n.team_id AND e.entity_id = n.entity_id
@@ -123,7 +131,9 @@ AS $$
 BEGIN
     DELETE FROM dm_private.parse_lexicon AS l
     USING old_rows AS o
-    WHERE l.team_id = o.team_id AND l.phrase = o.normalized_name AND l.kind = 'n' AND l.ref = o.entity_id::text;
+    WHERE l.team_id = o.team_id AND l.first_word = pg_catalog.split_part(o.normalized_name, ' ', 1)
+      AND l.second_word = pg_catalog.split_part(o.normalized_name, ' ', 2)
+      AND l.phrase = o.normalized_name AND l.kind = 'n' AND l.ref = o.entity_id::text;
     RETURN NULL;
 END
 $$;
@@ -142,9 +152,12 @@ AS $$
 BEGIN
     DELETE FROM dm_private.parse_lexicon AS l
     USING old_rows AS o
-    WHERE l.team_id = o.team_id AND l.phrase = o.normalized_name AND l.kind = 'n' AND l.ref = o.entity_id::text;
-    INSERT INTO dm_private.parse_lexicon AS l (team_id, phrase, kind, ref, entry)
-    SELECT n.team_id, n.normalized_name, 'n', n.entity_id::text,
+    WHERE l.team_id = o.team_id AND l.first_word = pg_catalog.split_part(o.normalized_name, ' ', 1)
+      AND l.second_word = pg_catalog.split_part(o.normalized_name, ' ', 2)
+      AND l.phrase = o.normalized_name AND l.kind = 'n' AND l.ref = o.entity_id::text;
+    INSERT INTO dm_private.parse_lexicon AS l (team_id, first_word, second_word, phrase, kind, ref, entry)
+    SELECT n.team_id, pg_catalog.split_part(n.normalized_name, ' ', 1), pg_catalog.split_part(n.normalized_name, ' ', 2),
+           n.normalized_name, 'n', n.entity_id::text,
            ARRAY[n.entity_id::text, n.normalized_name, CASE WHEN n.is_canonical THEN 't' ELSE 'f' END, e.canonical_name]
     FROM new_rows AS n
     JOIN dm_private.entities AS e ON e.team_id = n.team_id AND e.entity_id = n.entity_id
@@ -170,7 +183,9 @@ BEGIN
     SET entry = ARRAY[l.entry[1], l.entry[2], l.entry[3], new.canonical_name]
     FROM dm_private.entity_names AS x
     WHERE x.team_id = new.team_id AND x.entity_id = new.entity_id
-      AND l.team_id = x.team_id AND l.phrase = x.normalized_name AND l.kind = 'n' AND l.ref = x.entity_id::text;
+      AND l.team_id = x.team_id AND l.first_word = pg_catalog.split_part(x.normalized_name, ' ', 1)
+      AND l.second_word = pg_catalog.split_part(x.normalized_name, ' ', 2)
+      AND l.phrase = x.normalized_name AND l.kind = 'n' AND l.ref = x.entity_id::text;
     RETURN NULL;
 END
 $$;
@@ -188,8 +203,9 @@ SECURITY DEFINER
 SET search_path = ''
 AS $$
 BEGIN
-    INSERT INTO dm_private.parse_lexicon AS l (team_id, phrase, kind, ref, entry)
-    SELECT n.team_id, n.phrase, 's', n.predicate,
+    INSERT INTO dm_private.parse_lexicon AS l (team_id, first_word, second_word, phrase, kind, ref, entry)
+    SELECT n.team_id, pg_catalog.split_part(n.phrase, ' ', 1), pg_catalog.split_part(n.phrase, ' ', 2),
+           n.phrase, 's', n.predicate,
            ARRAY[n.predicate, n.phrase, CASE WHEN n.enabled THEN '' ELSE ' -' END, '']
     FROM new_rows AS n
     ON CONFLICT ON CONSTRAINT parse_lexicon_pkey DO UPDATE SET entry = excluded.entry;
@@ -210,7 +226,9 @@ AS $$
 BEGIN
     DELETE FROM dm_private.parse_lexicon AS l
     USING old_rows AS o
-    WHERE l.team_id = o.team_id AND l.phrase = o.phrase AND l.kind = 's' AND l.ref = o.predicate;
+    WHERE l.team_id = o.team_id AND l.first_word = pg_catalog.split_part(o.phrase, ' ', 1)
+      AND l.second_word = pg_catalog.split_part(o.phrase, ' ', 2)
+      AND l.phrase = o.phrase AND l.kind = 's' AND l.ref = o.predicate;
     RETURN NULL;
 END
 $$;
@@ -229,9 +247,12 @@ AS $$
 BEGIN
     DELETE FROM dm_private.parse_lexicon AS l
     USING old_rows AS o
-    WHERE l.team_id = o.team_id AND l.phrase = o.phrase AND l.kind = 's' AND l.ref = o.predicate;
-    INSERT INTO dm_private.parse_lexicon AS l (team_id, phrase, kind, ref, entry)
-    SELECT n.team_id, n.phrase, 's', n.predicate,
+    WHERE l.team_id = o.team_id AND l.first_word = pg_catalog.split_part(o.phrase, ' ', 1)
+      AND l.second_word = pg_catalog.split_part(o.phrase, ' ', 2)
+      AND l.phrase = o.phrase AND l.kind = 's' AND l.ref = o.predicate;
+    INSERT INTO dm_private.parse_lexicon AS l (team_id, first_word, second_word, phrase, kind, ref, entry)
+    SELECT n.team_id, pg_catalog.split_part(n.phrase, ' ', 1), pg_catalog.split_part(n.phrase, ' ', 2),
+           n.phrase, 's', n.predicate,
            ARRAY[n.predicate, n.phrase, CASE WHEN n.enabled THEN '' ELSE ' -' END, '']
     FROM new_rows AS n
     ON CONFLICT ON CONSTRAINT parse_lexicon_pkey DO UPDATE SET entry = excluded.entry;
@@ -333,12 +354,15 @@ COMMENT ON TRIGGER predicate_synonyms_parse_lexicon_truncated ON dm_private.pred
 -- ---------------------------------------------------------------- backfill (all teams: superuser)
 
 RESET ROLE;
-INSERT INTO dm_private.parse_lexicon (team_id, phrase, kind, ref, entry)
+INSERT INTO dm_private.parse_lexicon (team_id, first_word, second_word, phrase, kind, ref, entry)
 SELECT
-    n.team_id, n.normalized_name, 'n', n.entity_id::text,
+    n.team_id, pg_catalog.split_part(n.normalized_name, ' ', 1), pg_catalog.split_part(n.normalized_name, ' ', 2),
+    n.normalized_name, 'n', n.entity_id::text,
     ARRAY[n.entity_id::text, n.normalized_name, CASE WHEN n.is_canonical THEN 't' ELSE 'f' END, e.canonical_name]
 FROM dm_private.entity_names AS n
 JOIN dm_private.entities AS e ON e.team_id = n.team_id AND e.entity_id = n.entity_id;
-INSERT INTO dm_private.parse_lexicon (team_id, phrase, kind, ref, entry)
-SELECT s.team_id, s.phrase, 's', s.predicate, ARRAY[s.predicate, s.phrase, CASE WHEN s.enabled THEN '' ELSE ' -' END, '']
+INSERT INTO dm_private.parse_lexicon (team_id, first_word, second_word, phrase, kind, ref, entry)
+SELECT
+    s.team_id, pg_catalog.split_part(s.phrase, ' ', 1), pg_catalog.split_part(s.phrase, ' ', 2), s.phrase, 's',
+    s.predicate, ARRAY[s.predicate, s.phrase, CASE WHEN s.enabled THEN '' ELSE ' -' END, '']
 FROM dm_private.predicate_synonyms AS s;

@@ -1536,8 +1536,9 @@ SECURITY DEFINER
 SET search_path = ''
 AS $$
 BEGIN
-    INSERT INTO dm_private.parse_lexicon AS l (team_id, phrase, kind, ref, entry)
-    SELECT n.team_id, n.normalized_name, 'n', n.entity_id::text,
+    INSERT INTO dm_private.parse_lexicon AS l (team_id, first_word, second_word, phrase, kind, ref, entry)
+    SELECT n.team_id, pg_catalog.split_part(n.normalized_name, ' ', 1), pg_catalog.split_part(n.normalized_name, ' ', 2),
+           n.normalized_name, 'n', n.entity_id::text,
            ARRAY[n.entity_id::text, n.normalized_name, CASE WHEN n.is_canonical THEN 't' ELSE 'f' END, e.canonical_name]
     FROM new_rows AS n
     JOIN dm_private.entities AS e ON e.team_id = n.team_id AND e.entity_id = n.entity_id
@@ -1559,7 +1560,9 @@ AS $$
 BEGIN
     DELETE FROM dm_private.parse_lexicon AS l
     USING old_rows AS o
-    WHERE l.team_id = o.team_id AND l.phrase = o.normalized_name AND l.kind = 'n' AND l.ref = o.entity_id::text;
+    WHERE l.team_id = o.team_id AND l.first_word = pg_catalog.split_part(o.normalized_name, ' ', 1)
+      AND l.second_word = pg_catalog.split_part(o.normalized_name, ' ', 2)
+      AND l.phrase = o.normalized_name AND l.kind = 'n' AND l.ref = o.entity_id::text;
     RETURN NULL;
 END
 $$;
@@ -1578,9 +1581,12 @@ AS $$
 BEGIN
     DELETE FROM dm_private.parse_lexicon AS l
     USING old_rows AS o
-    WHERE l.team_id = o.team_id AND l.phrase = o.normalized_name AND l.kind = 'n' AND l.ref = o.entity_id::text;
-    INSERT INTO dm_private.parse_lexicon AS l (team_id, phrase, kind, ref, entry)
-    SELECT n.team_id, n.normalized_name, 'n', n.entity_id::text,
+    WHERE l.team_id = o.team_id AND l.first_word = pg_catalog.split_part(o.normalized_name, ' ', 1)
+      AND l.second_word = pg_catalog.split_part(o.normalized_name, ' ', 2)
+      AND l.phrase = o.normalized_name AND l.kind = 'n' AND l.ref = o.entity_id::text;
+    INSERT INTO dm_private.parse_lexicon AS l (team_id, first_word, second_word, phrase, kind, ref, entry)
+    SELECT n.team_id, pg_catalog.split_part(n.normalized_name, ' ', 1), pg_catalog.split_part(n.normalized_name, ' ', 2),
+           n.normalized_name, 'n', n.entity_id::text,
            ARRAY[n.entity_id::text, n.normalized_name, CASE WHEN n.is_canonical THEN 't' ELSE 'f' END, e.canonical_name]
     FROM new_rows AS n
     JOIN dm_private.entities AS e ON e.team_id = n.team_id AND e.entity_id = n.entity_id
@@ -1606,7 +1612,9 @@ BEGIN
     SET entry = ARRAY[l.entry[1], l.entry[2], l.entry[3], new.canonical_name]
     FROM dm_private.entity_names AS x
     WHERE x.team_id = new.team_id AND x.entity_id = new.entity_id
-      AND l.team_id = x.team_id AND l.phrase = x.normalized_name AND l.kind = 'n' AND l.ref = x.entity_id::text;
+      AND l.team_id = x.team_id AND l.first_word = pg_catalog.split_part(x.normalized_name, ' ', 1)
+      AND l.second_word = pg_catalog.split_part(x.normalized_name, ' ', 2)
+      AND l.phrase = x.normalized_name AND l.kind = 'n' AND l.ref = x.entity_id::text;
     RETURN NULL;
 END
 $$;
@@ -1624,8 +1632,9 @@ SECURITY DEFINER
 SET search_path = ''
 AS $$
 BEGIN
-    INSERT INTO dm_private.parse_lexicon AS l (team_id, phrase, kind, ref, entry)
-    SELECT n.team_id, n.phrase, 's', n.predicate,
+    INSERT INTO dm_private.parse_lexicon AS l (team_id, first_word, second_word, phrase, kind, ref, entry)
+    SELECT n.team_id, pg_catalog.split_part(n.phrase, ' ', 1), pg_catalog.split_part(n.phrase, ' ', 2),
+           n.phrase, 's', n.predicate,
            ARRAY[n.predicate, n.phrase, CASE WHEN n.enabled THEN '' ELSE ' -' END, '']
     FROM new_rows AS n
     ON CONFLICT ON CONSTRAINT parse_lexicon_pkey DO UPDATE SET entry = excluded.entry;
@@ -1646,7 +1655,9 @@ AS $$
 BEGIN
     DELETE FROM dm_private.parse_lexicon AS l
     USING old_rows AS o
-    WHERE l.team_id = o.team_id AND l.phrase = o.phrase AND l.kind = 's' AND l.ref = o.predicate;
+    WHERE l.team_id = o.team_id AND l.first_word = pg_catalog.split_part(o.phrase, ' ', 1)
+      AND l.second_word = pg_catalog.split_part(o.phrase, ' ', 2)
+      AND l.phrase = o.phrase AND l.kind = 's' AND l.ref = o.predicate;
     RETURN NULL;
 END
 $$;
@@ -1665,9 +1676,12 @@ AS $$
 BEGIN
     DELETE FROM dm_private.parse_lexicon AS l
     USING old_rows AS o
-    WHERE l.team_id = o.team_id AND l.phrase = o.phrase AND l.kind = 's' AND l.ref = o.predicate;
-    INSERT INTO dm_private.parse_lexicon AS l (team_id, phrase, kind, ref, entry)
-    SELECT n.team_id, n.phrase, 's', n.predicate,
+    WHERE l.team_id = o.team_id AND l.first_word = pg_catalog.split_part(o.phrase, ' ', 1)
+      AND l.second_word = pg_catalog.split_part(o.phrase, ' ', 2)
+      AND l.phrase = o.phrase AND l.kind = 's' AND l.ref = o.predicate;
+    INSERT INTO dm_private.parse_lexicon AS l (team_id, first_word, second_word, phrase, kind, ref, entry)
+    SELECT n.team_id, pg_catalog.split_part(n.phrase, ' ', 1), pg_catalog.split_part(n.phrase, ' ', 2),
+           n.phrase, 's', n.predicate,
            ARRAY[n.predicate, n.phrase, CASE WHEN n.enabled THEN '' ELSE ' -' END, '']
     FROM new_rows AS n
     ON CONFLICT ON CONSTRAINT parse_lexicon_pkey DO UPDATE SET entry = excluded.entry;
@@ -1812,8 +1826,8 @@ BEGIN
         SELECT l.entry
         FROM dm_private.parse_lexicon AS l
         WHERE l.team_id = match_team_id
-          AND pg_catalog.split_part(l.phrase, ' ', 1) COLLATE "C" = ANY (scan_toks)
-          AND pg_catalog.split_part(l.phrase, ' ', 2) COLLATE "C" = ANY (second_toks));
+          AND l.first_word = ANY (scan_toks)
+          AND l.second_word = ANY (second_toks));
 
     -- A name or phrase of one to four words is one of the query's n-grams
     -- exactly when it stands between spaces in the tokens. The phrases'
