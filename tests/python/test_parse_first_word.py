@@ -235,7 +235,8 @@ def test_lookup_reads_the_first_word_indexes(conn: psycopg.Connection[Any], word
     conn.execute("RESET enable_seqscan")
     text = "\n".join(r[0] for r in plan)
     assert "parse_lexicon_pkey" in text, text
-    assert "Index Cond: ((team_id = $1) AND (first_word = ANY ($2)) AND (second_word = ANY ($3)))" in text, text
+    condition = "Index Cond: ((team_id = $1) AND (first_word = ANY ($2)) AND (second_word = ANY ($3)))"
+    assert condition in text, text
     row = conn.execute(
         "SELECT pg_get_indexdef('dm_private.parse_lexicon_pkey'::regclass), "
         "to_regclass('dm_private.entity_names_first_word_idx') IS NULL, "
