@@ -461,7 +461,11 @@ BEGIN
     -- side) or an equivalent relationship of another author (same semantic
     -- group, or same endpoints, predicate and polarity): without one, both
     -- are empty by definition, and this statement starts and runs none of
-    -- their plan. The probes below are a superset of what either part reads.
+    -- their plan. Such a relationship is marked in discovery_context_marks
+    -- (migration 0070, kept by the write path; a superset, which can only
+    -- start the function for nothing): one probe of a small index per pool
+    -- edge, where four probes (conflicts both ways, the semantic group and
+    -- the endpoint range of relationships_outgoing_idx) decided it before.
     context AS MATERIALIZED (
         SELECT x.context_relationship_id AS relationship_id, x.refs, x.is_preferred, x.is_overridden,
                x.challengers, x.corroborators
@@ -470,17 +474,8 @@ BEGIN
         WHERE EXISTS (
             SELECT 1
             FROM rels
-            WHERE EXISTS (SELECT 1 FROM dm_private.conflicts AS c
-                          WHERE c.team_id = team AND c.relationship_id = rels.relationship_id)
-               OR EXISTS (SELECT 1 FROM dm_private.conflicts AS c
-                          WHERE c.team_id = team AND c.conflicting_relationship_id = rels.relationship_id)
-               OR EXISTS (SELECT 1 FROM dm_private.relationships AS o
-                          WHERE o.team_id = team AND o.semantic_group = rels.semantic_group
-                            AND o.owner_profile_id <> rels.owner_profile_id)
-               OR EXISTS (SELECT 1 FROM dm_private.relationships AS o
-                          WHERE o.team_id = team AND o.subject_entity_id = rels.subject_entity_id
-                            AND o.predicate = rels.predicate AND o.object_entity_id = rels.object_entity_id
-                            AND o.polarity = rels.polarity AND o.owner_profile_id <> rels.owner_profile_id))
+            WHERE EXISTS (SELECT 1 FROM dm_private.discovery_context_marks AS m
+                          WHERE m.team_id = team AND m.relationship_id = rels.relationship_id))
     ),
     edges AS MATERIALIZED (
         SELECT rels.relationship_id, su.evidence_ids, rels.subject_entity_id, rels.object_entity_id,
