@@ -310,20 +310,20 @@ BEGIN
     -- than a column carried through every row.
     WITH RECURSIVE walk_steps (depth, relationship_id, from_entity_id, to_entity_id, parent_relationship_id,
                          root_entity_id, outgoing, subject_entity_id, predicate, object_entity_id, object_value,
-                         polarity, owner_profile_id, semantic_group, parent_predicate, is_cycle, root_score) AS (
+                         polarity, owner_profile_id, parent_predicate, is_cycle, root_score) AS (
         -- root_score: the seed's score, read from seed_scores once per seed
         -- and carried along (it was read per walked edge and per path: a
         -- jsonb lookup and a text-to-double conversion each time).
         SELECT 0, NULL::uuid, NULL::uuid, s.entity_id, NULL::uuid, s.entity_id, NULL::boolean,
                NULL::uuid, NULL::text, NULL::uuid, NULL::text, NULL::dm_private.relationship_polarity, NULL::uuid,
-               NULL::text, NULL::text, false,
+               NULL::text, false,
                COALESCE((seed_scores ->> s.entity_id::text)::double precision, 0)
         FROM (SELECT DISTINCT u.entity_id FROM pg_catalog.unnest(seed_ids) AS u (entity_id)
               WHERE u.entity_id IS NOT NULL) AS s
         UNION ALL
         SELECT w.depth + 1, x.relationship_id, w.to_entity_id, x.next_entity_id, w.relationship_id,
                w.root_entity_id, x.outgoing, x.subject_entity_id, x.predicate, x.object_entity_id, x.object_value,
-               x.polarity, x.owner_profile_id, x.semantic_group, w.predicate,
+               x.polarity, x.owner_profile_id, w.predicate,
                -- Cycle detection (the CYCLE clause written out): with at most
                -- two hops a path is (root, entity expanded), so a row revisits
                -- its path exactly when it reaches one of those two; a literal
@@ -336,7 +336,7 @@ BEGIN
             FROM (
                 (SELECT r.relationship_id, r.object_entity_id AS next_entity_id, true AS outgoing, 0 AS pass,
                         r.subject_entity_id, r.predicate, r.object_entity_id, r.object_value, r.polarity,
-                        r.owner_profile_id, r.semantic_group
+                        r.owner_profile_id
                  FROM dm_private.relationships AS r
                  WHERE r.team_id = team AND r.subject_entity_id = w.to_entity_id
                    AND r.predicate = ANY(hints)
@@ -352,7 +352,7 @@ BEGIN
                 UNION ALL
                 (SELECT r.relationship_id, r.subject_entity_id AS next_entity_id, false AS outgoing, 0 AS pass,
                         r.subject_entity_id, r.predicate, r.object_entity_id, r.object_value, r.polarity,
-                        r.owner_profile_id, r.semantic_group
+                        r.owner_profile_id
                  FROM dm_private.relationships AS r
                  WHERE r.team_id = team AND r.object_entity_id = w.to_entity_id
                    AND r.predicate = ANY(hints)
@@ -368,7 +368,7 @@ BEGIN
                 UNION ALL
                 (SELECT r.relationship_id, r.object_entity_id AS next_entity_id, true AS outgoing, 1 AS pass,
                         r.subject_entity_id, r.predicate, r.object_entity_id, r.object_value, r.polarity,
-                        r.owner_profile_id, r.semantic_group
+                        r.owner_profile_id
                  FROM dm_private.relationships AS r
                  WHERE r.team_id = team AND r.subject_entity_id = w.to_entity_id
                    AND r.predicate <> ALL(hints)
@@ -384,7 +384,7 @@ BEGIN
                 UNION ALL
                 (SELECT r.relationship_id, r.subject_entity_id AS next_entity_id, false AS outgoing, 1 AS pass,
                         r.subject_entity_id, r.predicate, r.object_entity_id, r.object_value, r.polarity,
-                        r.owner_profile_id, r.semantic_group
+                        r.owner_profile_id
                  FROM dm_private.relationships AS r
                  WHERE r.team_id = team AND r.object_entity_id = w.to_entity_id
                    AND r.predicate <> ALL(hints)
@@ -410,7 +410,7 @@ BEGIN
     ),
     walk AS MATERIALIZED (
         SELECT w.depth, w.relationship_id, w.parent_relationship_id, w.root_entity_id, w.subject_entity_id,
-               w.predicate, w.object_entity_id, w.object_value, w.polarity, w.owner_profile_id, w.semantic_group,
+               w.predicate, w.object_entity_id, w.object_value, w.polarity, w.owner_profile_id,
                COALESCE(w.predicate = ANY(hints) OR ('_' || w.predicate) OPERATOR(pg_catalog.~~) ANY(hit_likes), false)
                    AS hit,
                COALESCE(w.parent_predicate = ANY(hints)
@@ -419,7 +419,7 @@ BEGIN
                w.root_score
         FROM (SELECT ws.depth, ws.relationship_id, ws.parent_relationship_id, ws.root_entity_id,
                      ws.subject_entity_id, ws.predicate, ws.object_entity_id, ws.object_value, ws.polarity,
-                     ws.owner_profile_id, ws.semantic_group, ws.parent_predicate, ws.root_score
+                     ws.owner_profile_id, ws.parent_predicate, ws.root_score
               FROM walk_steps AS ws
               WHERE ws.depth > 0 AND NOT ws.is_cycle
               LIMIT GREATEST(walk_edges, 0)) AS w
@@ -451,7 +451,7 @@ BEGIN
     ),
     rels AS MATERIALIZED (
         SELECT DISTINCT ON (w.relationship_id) w.relationship_id, w.subject_entity_id, w.object_entity_id,
-               w.object_value, w.predicate, w.polarity, w.owner_profile_id, w.semantic_group, w.hit
+               w.object_value, w.predicate, w.polarity, w.owner_profile_id, w.hit
         FROM walk AS w
         WHERE w.relationship_id IN (SELECT pg_catalog.unnest(pool.relationship_ids) FROM pool)
         ORDER BY w.relationship_id
