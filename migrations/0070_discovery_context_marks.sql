@@ -108,27 +108,38 @@ BEGIN
             RETURN NULL;
         END IF;
     END IF;
+    -- Equivalent relationships form groups (same semantic group; same
+    -- subject, predicate, object and polarity). A group with two or more
+    -- authors has every member marked: each has an equivalent of another
+    -- author. A group has two authors exactly when some member's owner
+    -- differs from a new row's owner: one probe per new row (the probe
+    -- discovery made per pool edge on every call before), and the members
+    -- are read only for such groups. A member-wise "other author exists"
+    -- probe would read a single-author group of n to its end for each member.
     INSERT INTO dm_private.discovery_context_marks (team_id, relationship_id)
     SELECT DISTINCT x.team_id, x.relationship_id
-    FROM (SELECT DISTINCT n.team_id, n.semantic_group FROM new_rows AS n WHERE n.semantic_group IS NOT NULL) AS g
+    FROM (SELECT DISTINCT n.team_id, n.semantic_group
+          FROM new_rows AS n
+          WHERE n.semantic_group IS NOT NULL
+            AND EXISTS (SELECT 1 FROM dm_private.relationships AS y
+                        WHERE y.team_id = n.team_id AND y.semantic_group = n.semantic_group
+                          AND y.owner_profile_id <> n.owner_profile_id)) AS g
     JOIN dm_private.relationships AS x ON x.team_id = g.team_id AND x.semantic_group = g.semantic_group
-    WHERE EXISTS (SELECT 1 FROM dm_private.relationships AS y
-                  WHERE y.team_id = x.team_id AND y.semantic_group = x.semantic_group
-                    AND y.owner_profile_id <> x.owner_profile_id)
-      AND NOT EXISTS (SELECT 1 FROM dm_private.discovery_context_marks AS m
+    WHERE NOT EXISTS (SELECT 1 FROM dm_private.discovery_context_marks AS m
                       WHERE m.team_id = x.team_id AND m.relationship_id = x.relationship_id);
     INSERT INTO dm_private.discovery_context_marks (team_id, relationship_id)
     SELECT DISTINCT x.team_id, x.relationship_id
     FROM (SELECT DISTINCT n.team_id, n.subject_entity_id, n.predicate, n.object_entity_id, n.polarity
-          FROM new_rows AS n WHERE n.object_entity_id IS NOT NULL) AS g
+          FROM new_rows AS n
+          WHERE n.object_entity_id IS NOT NULL
+            AND EXISTS (SELECT 1 FROM dm_private.relationships AS y
+                        WHERE y.team_id = n.team_id AND y.subject_entity_id = n.subject_entity_id
+                          AND y.predicate = n.predicate AND y.object_entity_id = n.object_entity_id
+                          AND y.polarity = n.polarity AND y.owner_profile_id <> n.owner_profile_id)) AS g
     JOIN dm_private.relationships AS x
       ON x.team_id = g.team_id AND x.subject_entity_id = g.subject_entity_id AND x.predicate = g.predicate
      AND x.object_entity_id = g.object_entity_id AND x.polarity = g.polarity
-    WHERE EXISTS (SELECT 1 FROM dm_private.relationships AS y
-                  WHERE y.team_id = x.team_id AND y.subject_entity_id = x.subject_entity_id
-                    AND y.predicate = x.predicate AND y.object_entity_id = x.object_entity_id
-                    AND y.polarity = x.polarity AND y.owner_profile_id <> x.owner_profile_id)
-      AND NOT EXISTS (SELECT 1 FROM dm_private.discovery_context_marks AS m
+    WHERE NOT EXISTS (SELECT 1 FROM dm_private.discovery_context_marks AS m
                       WHERE m.team_id = x.team_id AND m.relationship_id = x.relationship_id);
     RETURN NULL;
 END
@@ -177,31 +188,41 @@ SELECT
     c.team_id,
     c.conflicting_relationship_id
 FROM dm_private.conflicts AS c
+-- Groups of equivalent relationships with two or more authors: all their
+-- members (one sort of the table, not a probe per row).
 UNION
 SELECT
     x.team_id,
     x.relationship_id
 FROM dm_private.relationships AS x
-WHERE
-    x.semantic_group IS NOT NULL
-    AND EXISTS (
-        SELECT 1 FROM dm_private.relationships AS y
-        WHERE
-            y.team_id = x.team_id AND y.semantic_group = x.semantic_group
-            AND y.owner_profile_id <> x.owner_profile_id
-    )
+INNER JOIN (
+    SELECT
+        r.team_id,
+        r.semantic_group
+    FROM dm_private.relationships AS r
+    WHERE r.semantic_group IS NOT NULL
+    GROUP BY r.team_id, r.semantic_group
+    HAVING count(DISTINCT r.owner_profile_id) > 1
+) AS g ON x.team_id = g.team_id AND x.semantic_group = g.semantic_group
 UNION
 SELECT
     x.team_id,
     x.relationship_id
 FROM dm_private.relationships AS x
-WHERE
-    x.object_entity_id IS NOT NULL
-    AND EXISTS (
-        SELECT 1 FROM dm_private.relationships AS y
-        WHERE
-            y.team_id = x.team_id AND y.subject_entity_id = x.subject_entity_id
-            AND y.predicate = x.predicate AND y.object_entity_id = x.object_entity_id
-            AND y.polarity = x.polarity AND y.owner_profile_id <> x.owner_profile_id
-    );
+INNER JOIN (
+    SELECT
+        r.team_id,
+        r.subject_entity_id,
+        r.predicate,
+        r.object_entity_id,
+        r.polarity
+    FROM dm_private.relationships AS r
+    WHERE r.object_entity_id IS NOT NULL
+    GROUP BY r.team_id, r.subject_entity_id, r.predicate, r.object_entity_id, r.polarity
+    HAVING count(DISTINCT r.owner_profile_id) > 1
+) AS g
+    ON
+        x.team_id = g.team_id AND x.subject_entity_id = g.subject_entity_id
+        AND x.predicate = g.predicate AND x.object_entity_id = g.object_entity_id
+        AND x.polarity = g.polarity;
 ANALYZE dm_private.discovery_context_marks;
