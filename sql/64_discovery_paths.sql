@@ -308,21 +308,24 @@ BEGIN
     -- profiles are the caller's inactive_owners (the same query as the
     -- walk's own sub-select, which ran once per seed), a parameter rather
     -- than a column carried through every row.
-    WITH RECURSIVE walk_steps (depth, relationship_id, from_entity_id, to_entity_id, parent_relationship_id,
-                         root_entity_id, outgoing, subject_entity_id, predicate, object_entity_id, object_value,
+    -- Only the columns the ranking reads are carried: every column is set
+    -- up in the result type and projection of each of the walk's ~20 plan
+    -- nodes on every call, and copied per walked edge.
+    WITH RECURSIVE walk_steps (depth, relationship_id, to_entity_id, parent_relationship_id,
+                         root_entity_id, subject_entity_id, predicate, object_entity_id, object_value,
                          polarity, owner_profile_id, parent_predicate, is_cycle, root_score) AS (
         -- root_score: the seed's score, read from seed_scores once per seed
         -- and carried along (it was read per walked edge and per path: a
         -- jsonb lookup and a text-to-double conversion each time).
-        SELECT 0, NULL::uuid, NULL::uuid, s.entity_id, NULL::uuid, s.entity_id, NULL::boolean,
+        SELECT 0, NULL::uuid, s.entity_id, NULL::uuid, s.entity_id,
                NULL::uuid, NULL::text, NULL::uuid, NULL::text, NULL::dm_private.relationship_polarity, NULL::uuid,
                NULL::text, false,
                COALESCE((seed_scores ->> s.entity_id::text)::double precision, 0)
         FROM (SELECT DISTINCT u.entity_id FROM pg_catalog.unnest(seed_ids) AS u (entity_id)
               WHERE u.entity_id IS NOT NULL) AS s
         UNION ALL
-        SELECT w.depth + 1, x.relationship_id, w.to_entity_id, x.next_entity_id, w.relationship_id,
-               w.root_entity_id, x.outgoing, x.subject_entity_id, x.predicate, x.object_entity_id, x.object_value,
+        SELECT w.depth + 1, x.relationship_id, x.next_entity_id, w.relationship_id,
+               w.root_entity_id, x.subject_entity_id, x.predicate, x.object_entity_id, x.object_value,
                x.polarity, x.owner_profile_id, w.predicate,
                -- Cycle detection (the CYCLE clause written out): with at most
                -- two hops a path is (root, entity expanded), so a row revisits
@@ -334,7 +337,7 @@ BEGIN
         CROSS JOIN LATERAL (
             SELECT y.*
             FROM (
-                (SELECT r.relationship_id, r.object_entity_id AS next_entity_id, true AS outgoing, 0 AS pass,
+                (SELECT r.relationship_id, r.object_entity_id AS next_entity_id,
                         r.subject_entity_id, r.predicate, r.object_entity_id, r.object_value, r.polarity,
                         r.owner_profile_id
                  FROM dm_private.relationships AS r
@@ -350,7 +353,7 @@ BEGIN
                    AND r.owner_profile_id <> ALL(inactive_owners)
                  LIMIT fan_out)
                 UNION ALL
-                (SELECT r.relationship_id, r.subject_entity_id AS next_entity_id, false AS outgoing, 0 AS pass,
+                (SELECT r.relationship_id, r.subject_entity_id AS next_entity_id,
                         r.subject_entity_id, r.predicate, r.object_entity_id, r.object_value, r.polarity,
                         r.owner_profile_id
                  FROM dm_private.relationships AS r
@@ -366,7 +369,7 @@ BEGIN
                    AND r.owner_profile_id <> ALL(inactive_owners)
                  LIMIT fan_out)
                 UNION ALL
-                (SELECT r.relationship_id, r.object_entity_id AS next_entity_id, true AS outgoing, 1 AS pass,
+                (SELECT r.relationship_id, r.object_entity_id AS next_entity_id,
                         r.subject_entity_id, r.predicate, r.object_entity_id, r.object_value, r.polarity,
                         r.owner_profile_id
                  FROM dm_private.relationships AS r
@@ -382,7 +385,7 @@ BEGIN
                    AND r.owner_profile_id <> ALL(inactive_owners)
                  LIMIT fan_out)
                 UNION ALL
-                (SELECT r.relationship_id, r.subject_entity_id AS next_entity_id, false AS outgoing, 1 AS pass,
+                (SELECT r.relationship_id, r.subject_entity_id AS next_entity_id,
                         r.subject_entity_id, r.predicate, r.object_entity_id, r.object_value, r.polarity,
                         r.owner_profile_id
                  FROM dm_private.relationships AS r
