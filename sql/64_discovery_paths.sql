@@ -412,7 +412,7 @@ BEGIN
           AND NOT w.is_cycle
     ),
     walk AS MATERIALIZED (
-        SELECT w.depth, w.relationship_id, w.parent_relationship_id, w.root_entity_id, w.subject_entity_id,
+        SELECT w.depth, w.relationship_id, w.parent_relationship_id, w.subject_entity_id,
                w.predicate, w.object_entity_id, w.object_value, w.polarity, w.owner_profile_id,
                COALESCE(w.predicate = ANY(hints) OR ('_' || w.predicate) OPERATOR(pg_catalog.~~) ANY(hit_likes), false)
                    AS hit,
@@ -420,32 +420,34 @@ BEGIN
                         OR ('_' || w.parent_predicate) OPERATOR(pg_catalog.~~) ANY(hit_likes),
                         false) AS parent_hit,
                w.root_score
-        FROM (SELECT ws.depth, ws.relationship_id, ws.parent_relationship_id, ws.root_entity_id,
-                     ws.subject_entity_id, ws.predicate, ws.object_entity_id, ws.object_value, ws.polarity,
-                     ws.owner_profile_id, ws.parent_predicate, ws.root_score
+        FROM (SELECT ws.depth, ws.relationship_id, ws.parent_relationship_id, ws.subject_entity_id, ws.predicate,
+                     ws.object_entity_id, ws.object_value, ws.polarity, ws.owner_profile_id, ws.parent_predicate,
+                     ws.root_score
               FROM walk_steps AS ws
               WHERE ws.depth > 0 AND NOT ws.is_cycle
               LIMIT GREATEST(walk_edges, 0)) AS w
     ),
+    -- One pass over the walk for both path lengths (a one-edge path per
+    -- first hop, a two-edge path per second hop): one scan, not a scan per
+    -- length and an Append. The score expressions are those of before, term
+    -- for term, so the same doubles.
     cheap_paths AS (
-        SELECT ARRAY[w.relationship_id] AS relationship_ids, w.root_entity_id, w.root_score,
-               0.2 * w.root_score
-               + CASE WHEN w.hit THEN 1.0::double precision ELSE 0.0::double precision END AS score
+        SELECT CASE WHEN w.depth = 1 THEN ARRAY[w.relationship_id]
+                    ELSE ARRAY[w.parent_relationship_id, w.relationship_id] END AS relationship_ids,
+               w.root_score,
+               CASE WHEN w.depth = 1
+                    THEN 0.2 * w.root_score
+                         + CASE WHEN w.hit THEN 1.0::double precision ELSE 0.0::double precision END
+                    -- (parent hit + hit) / 2 is 0, 0.5 or 1, exact in double: no
+                    -- numeric arithmetic and conversion per walked edge.
+                    ELSE 0.2 * w.root_score
+                         + CASE WHEN w.parent_hit AND w.hit THEN 1.0::double precision
+                                WHEN w.parent_hit OR w.hit THEN 0.5::double precision
+                                ELSE 0.0::double precision END - 0.2 END AS score
         FROM walk AS w
-        WHERE w.depth = 1
-        UNION ALL
-        SELECT ARRAY[w.parent_relationship_id, w.relationship_id], w.root_entity_id, w.root_score,
-               0.2 * w.root_score
-               -- (parent hit + hit) / 2 is 0, 0.5 or 1, exact in double: no
-               -- numeric arithmetic and conversion per walked edge.
-               + CASE WHEN w.parent_hit AND w.hit THEN 1.0::double precision
-                      WHEN w.parent_hit OR w.hit THEN 0.5::double precision
-                      ELSE 0.0::double precision END - 0.2
-        FROM walk AS w
-        WHERE w.depth = 2
     ),
     pool AS MATERIALIZED (
-        SELECT d.relationship_ids, d.root_entity_id, d.root_score
+        SELECT d.relationship_ids, d.root_score
         FROM (SELECT DISTINCT ON (cp.relationship_ids) cp.*
               FROM cheap_paths AS cp
               ORDER BY cp.relationship_ids, cp.score DESC) AS d
