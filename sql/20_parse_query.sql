@@ -22,7 +22,8 @@
 --   dm_private.parse_query_team(team, tokens, sorted tokens, candidates, pieces)
 --                                             what dm.parse_query calls (session 8): the same
 --                                             answer, the names and phrases read by their first
---                                             two words (migration 0060) instead of by n-gram
+--                                             two words instead of by n-gram, since session 11
+--                                             from one table (dm_private.parse_lexicon, 0068)
 --   dm_private.match_query_entities(team, n-grams, candidates)
 --   dm_private.predicate_hints(team, n-grams) the same two answers by sorting SQL statements,
 --                                             for direct use (and rows beyond 16)
@@ -1512,11 +1513,218 @@ COMMENT ON FUNCTION dm_private.parse_query_names(uuid, text [], text [], text []
 'What dm.parse_query reads from the authenticated team''s tables, in one call: the entities (dm_private.match_query_entities) and predicates (dm_private.predicate_hints) for the n-grams (scan_grams: the same n-grams, sorted in byte order without duplicates, or as given) and trigram candidates; with anchors NULL {"entities", "predicates"}, otherwise dm.parse_query''s whole answer with the given anchors, phrases, terms and time. Definer (densemem_searcher) with an explicit, checked team predicate.';
 ALTER FUNCTION dm_private.parse_query_names(uuid, text [], text [], text [], jsonb, jsonb, jsonb, jsonb) OWNER TO densemem_searcher;
 
+-- The team's part of a parse reads one table (migration 0068): every entity
+-- name and alias, and every team predicate synonym, as the row the parse
+-- needs, kept exact by these statement triggers in the transaction of every
+-- write (upsert_entities, erasure's cascades, direct SQL). The parse read the
+-- names by one index scan, each found name's canonical name by a primary-key
+-- sub-select on entities (~30 k instructions per parse: its executor
+-- start-up and one descent per name) and the team's synonyms by a third
+-- scan (~23 k: its start-up, also for the most common team, which has none);
+-- carried here, they cost one index scan.
+-- The trigger functions run as densemem_searcher (definer, search_path ''):
+-- they write only rows derived from the rows the writing statement changed
+-- (its transition tables), and they must see and change the lexicon rows
+-- of that team also when no team is authenticated, as in the cascaded
+-- delete of an entity's names, which runs as the table owner. No other
+-- role writes the table.
+-- After INSERT on entity_names: the new names, with their entity's canonical name.
+CREATE OR REPLACE FUNCTION dm_private.parse_lexicon_names_inserted()
+RETURNS trigger
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = ''
+AS $$
+BEGIN
+    INSERT INTO dm_private.parse_lexicon AS l (team_id, first_word, second_word, phrase, kind, ref, entry)
+    SELECT n.team_id, pg_catalog.split_part(n.normalized_name, ' ', 1), pg_catalog.split_part(n.normalized_name, ' ', 2),
+           n.normalized_name, 'n', n.entity_id::text,
+           ARRAY[n.entity_id::text, n.normalized_name, CASE WHEN n.is_canonical THEN 't' ELSE 'f' END, e.canonical_name]
+    FROM new_rows AS n
+    JOIN dm_private.entities AS e ON e.team_id = n.team_id AND e.entity_id = n.entity_id
+    ON CONFLICT ON CONSTRAINT parse_lexicon_pkey DO UPDATE SET entry = excluded.entry;
+    RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION dm_private.parse_lexicon_names_inserted() IS
+'Trigger (statement, after INSERT on entity_names): adds the new names to dm_private.parse_lexicon with their entity''s canonical name.';
+ALTER FUNCTION dm_private.parse_lexicon_names_inserted() OWNER TO densemem_searcher;
+
+-- After DELETE on entity_names (also cascaded from entities): their rows go.
+CREATE OR REPLACE FUNCTION dm_private.parse_lexicon_names_deleted()
+RETURNS trigger
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = ''
+AS $$
+BEGIN
+    DELETE FROM dm_private.parse_lexicon AS l
+    USING old_rows AS o
+    WHERE l.team_id = o.team_id AND l.first_word = pg_catalog.split_part(o.normalized_name, ' ', 1)
+      AND l.second_word = pg_catalog.split_part(o.normalized_name, ' ', 2)
+      AND l.phrase = o.normalized_name AND l.kind = 'n' AND l.ref = o.entity_id::text;
+    RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION dm_private.parse_lexicon_names_deleted() IS
+'Trigger (statement, after DELETE on entity_names): removes their dm_private.parse_lexicon rows.';
+ALTER FUNCTION dm_private.parse_lexicon_names_deleted() OWNER TO densemem_searcher;
+
+-- After UPDATE on entity_names (no write path updates names; direct SQL may):
+-- the old rows go, the new ones come.
+CREATE OR REPLACE FUNCTION dm_private.parse_lexicon_names_updated()
+RETURNS trigger
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = ''
+AS $$
+BEGIN
+    DELETE FROM dm_private.parse_lexicon AS l
+    USING old_rows AS o
+    WHERE l.team_id = o.team_id AND l.first_word = pg_catalog.split_part(o.normalized_name, ' ', 1)
+      AND l.second_word = pg_catalog.split_part(o.normalized_name, ' ', 2)
+      AND l.phrase = o.normalized_name AND l.kind = 'n' AND l.ref = o.entity_id::text;
+    INSERT INTO dm_private.parse_lexicon AS l (team_id, first_word, second_word, phrase, kind, ref, entry)
+    SELECT n.team_id, pg_catalog.split_part(n.normalized_name, ' ', 1), pg_catalog.split_part(n.normalized_name, ' ', 2),
+           n.normalized_name, 'n', n.entity_id::text,
+           ARRAY[n.entity_id::text, n.normalized_name, CASE WHEN n.is_canonical THEN 't' ELSE 'f' END, e.canonical_name]
+    FROM new_rows AS n
+    JOIN dm_private.entities AS e ON e.team_id = n.team_id AND e.entity_id = n.entity_id
+    ON CONFLICT ON CONSTRAINT parse_lexicon_pkey DO UPDATE SET entry = excluded.entry;
+    RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION dm_private.parse_lexicon_names_updated() IS
+'Trigger (statement, after UPDATE on entity_names): rewrites the dm_private.parse_lexicon rows of the updated names.';
+ALTER FUNCTION dm_private.parse_lexicon_names_updated() OWNER TO densemem_searcher;
+
+-- After UPDATE OF canonical_name on entities (row trigger, only when the
+-- name changed; upsert_entities never changes it): the entity's names carry
+-- the new canonical name.
+CREATE OR REPLACE FUNCTION dm_private.parse_lexicon_entity_renamed()
+RETURNS trigger
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = ''
+AS $$
+BEGIN
+    UPDATE dm_private.parse_lexicon AS l
+    SET entry = ARRAY[l.entry[1], l.entry[2], l.entry[3], new.canonical_name]
+    FROM dm_private.entity_names AS x
+    WHERE x.team_id = new.team_id AND x.entity_id = new.entity_id
+      AND l.team_id = x.team_id AND l.first_word = pg_catalog.split_part(x.normalized_name, ' ', 1)
+      AND l.second_word = pg_catalog.split_part(x.normalized_name, ' ', 2)
+      AND l.phrase = x.normalized_name AND l.kind = 'n' AND l.ref = x.entity_id::text;
+    RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION dm_private.parse_lexicon_entity_renamed() IS
+'Trigger (row, after UPDATE OF canonical_name on entities when it changed): the entity''s dm_private.parse_lexicon rows carry the new canonical name.';
+ALTER FUNCTION dm_private.parse_lexicon_entity_renamed() OWNER TO densemem_searcher;
+
+-- After INSERT on predicate_synonyms: {predicate, phrase, '' or ' -' for a
+-- disabled row, ''} (the third element tells a phrase from a name, whose
+-- third element is 't' or 'f').
+CREATE OR REPLACE FUNCTION dm_private.parse_lexicon_synonyms_inserted()
+RETURNS trigger
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = ''
+AS $$
+BEGIN
+    INSERT INTO dm_private.parse_lexicon AS l (team_id, first_word, second_word, phrase, kind, ref, entry)
+    SELECT n.team_id, pg_catalog.split_part(n.phrase, ' ', 1), pg_catalog.split_part(n.phrase, ' ', 2),
+           n.phrase, 's', n.predicate,
+           ARRAY[n.predicate, n.phrase, CASE WHEN n.enabled THEN '' ELSE ' -' END, '']
+    FROM new_rows AS n
+    ON CONFLICT ON CONSTRAINT parse_lexicon_pkey DO UPDATE SET entry = excluded.entry;
+    RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION dm_private.parse_lexicon_synonyms_inserted() IS
+'Trigger (statement, after INSERT on predicate_synonyms): adds the new phrases to dm_private.parse_lexicon.';
+ALTER FUNCTION dm_private.parse_lexicon_synonyms_inserted() OWNER TO densemem_searcher;
+
+-- After DELETE on predicate_synonyms: their rows go.
+CREATE OR REPLACE FUNCTION dm_private.parse_lexicon_synonyms_deleted()
+RETURNS trigger
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = ''
+AS $$
+BEGIN
+    DELETE FROM dm_private.parse_lexicon AS l
+    USING old_rows AS o
+    WHERE l.team_id = o.team_id AND l.first_word = pg_catalog.split_part(o.phrase, ' ', 1)
+      AND l.second_word = pg_catalog.split_part(o.phrase, ' ', 2)
+      AND l.phrase = o.phrase AND l.kind = 's' AND l.ref = o.predicate;
+    RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION dm_private.parse_lexicon_synonyms_deleted() IS
+'Trigger (statement, after DELETE on predicate_synonyms): removes their dm_private.parse_lexicon rows.';
+ALTER FUNCTION dm_private.parse_lexicon_synonyms_deleted() OWNER TO densemem_searcher;
+
+-- After UPDATE on predicate_synonyms (enabled switched, phrase or predicate
+-- changed): the old rows go, the new ones come.
+CREATE OR REPLACE FUNCTION dm_private.parse_lexicon_synonyms_updated()
+RETURNS trigger
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = ''
+AS $$
+BEGIN
+    DELETE FROM dm_private.parse_lexicon AS l
+    USING old_rows AS o
+    WHERE l.team_id = o.team_id AND l.first_word = pg_catalog.split_part(o.phrase, ' ', 1)
+      AND l.second_word = pg_catalog.split_part(o.phrase, ' ', 2)
+      AND l.phrase = o.phrase AND l.kind = 's' AND l.ref = o.predicate;
+    INSERT INTO dm_private.parse_lexicon AS l (team_id, first_word, second_word, phrase, kind, ref, entry)
+    SELECT n.team_id, pg_catalog.split_part(n.phrase, ' ', 1), pg_catalog.split_part(n.phrase, ' ', 2),
+           n.phrase, 's', n.predicate,
+           ARRAY[n.predicate, n.phrase, CASE WHEN n.enabled THEN '' ELSE ' -' END, '']
+    FROM new_rows AS n
+    ON CONFLICT ON CONSTRAINT parse_lexicon_pkey DO UPDATE SET entry = excluded.entry;
+    RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION dm_private.parse_lexicon_synonyms_updated() IS
+'Trigger (statement, after UPDATE on predicate_synonyms): rewrites the dm_private.parse_lexicon rows of the updated phrases.';
+ALTER FUNCTION dm_private.parse_lexicon_synonyms_updated() OWNER TO densemem_searcher;
+
+-- TRUNCATE has no transition table: the rows of the truncated table go.
+CREATE OR REPLACE FUNCTION dm_private.parse_lexicon_truncated()
+RETURNS trigger
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = ''
+AS $$
+BEGIN
+    DELETE FROM dm_private.parse_lexicon AS l
+    WHERE l.kind = CASE tg_table_name WHEN 'entity_names' THEN 'n' ELSE 's' END;
+    RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION dm_private.parse_lexicon_truncated() IS
+'Trigger (statement, after TRUNCATE on entity_names or predicate_synonyms): removes that table''s dm_private.parse_lexicon rows.';
+ALTER FUNCTION dm_private.parse_lexicon_truncated() OWNER TO densemem_searcher;
+
+REVOKE ALL ON FUNCTION dm_private.parse_lexicon_names_inserted() FROM PUBLIC;
+REVOKE ALL ON FUNCTION dm_private.parse_lexicon_names_deleted() FROM PUBLIC;
+REVOKE ALL ON FUNCTION dm_private.parse_lexicon_names_updated() FROM PUBLIC;
+REVOKE ALL ON FUNCTION dm_private.parse_lexicon_entity_renamed() FROM PUBLIC;
+REVOKE ALL ON FUNCTION dm_private.parse_lexicon_synonyms_inserted() FROM PUBLIC;
+REVOKE ALL ON FUNCTION dm_private.parse_lexicon_synonyms_deleted() FROM PUBLIC;
+REVOKE ALL ON FUNCTION dm_private.parse_lexicon_synonyms_updated() FROM PUBLIC;
+REVOKE ALL ON FUNCTION dm_private.parse_lexicon_truncated() FROM PUBLIC;
+
 -- The team's part of dm.parse_query since session 8: the same answer as
 -- dm_private.parse_query_names, without the n-grams. The names, aliases and
 -- synonym phrases whose first two words are tokens of the query (the second
--- may be empty) are read through the indexes of migration 0060 with the
--- query's ~9 distinct tokens as keys, instead of ~35 n-grams; a row is kept
+-- may be empty) are read with the query's ~9 distinct tokens as keys,
+-- instead of ~35 n-grams (since session 11 from dm_private.parse_lexicon,
+-- which carries each name's canonical name and the team's synonyms, by its
+-- first-word index: one index scan); a row is kept
 -- when its name or phrase has one to four words and stands between spaces
 -- in the tokens, which is n-gram equality. It forces one generic plan: the
 -- plan cache kept custom plans for a team without entities or synonyms and
@@ -1558,8 +1766,10 @@ DECLARE
     -- costs its start-up on every call). A uuid's text orders as its bytes
     -- in byte order (hex digits, hyphens at fixed places), so the ordering
     -- below compares the text COLLATE "C".
-    name_rows_read text [];
-    team_rows_read text [];
+    -- The rows read from dm_private.parse_lexicon: names {entity id,
+    -- name, 't' canonical or 'f' alias, canonical name} and the team's
+    -- phrases {predicate, phrase, '' or ' -' when disabled, ''}.
+    rows_read text [];
     name_rows_found text [] := '{}'::text [];
     r text [];
     at integer;
@@ -1600,66 +1810,55 @@ BEGIN
             'anchors', anchors, 'phrases', phrases, 'terms', terms, 'time', time_hints,
             'entities', '[]'::jsonb, 'predicates', '[]'::jsonb);
     END IF;
-    -- Three ARRAY(SELECT ...) sublinks under one Result: no aggregate node
-    -- to start (an Agg node's start-up, with its catalog look-ups and ACL
-    -- checks, ran on every call); an empty answer is an empty array.
-    -- Rows whose first word is a token of the query and whose second word
-    -- is one too or empty (few: the index of migration 0060 skips a team's
-    -- names that share a first word but continue otherwise), with the fewest
-    -- expressions: the statement's expressions are compiled on every
-    -- execution, so the test that the whole name or phrase is an n-gram
-    -- runs below, in PL/pgSQL, on the rows found.
-    SELECT
-        ARRAY(
-            SELECT ARRAY[
-                x.entity_id::text, x.normalized_name, CASE WHEN x.is_canonical THEN 't' ELSE 'f' END,
-                -- The canonical name by primary key, for the rows found only.
-                (SELECT e.canonical_name FROM dm_private.entities AS e
-                 WHERE e.team_id = match_team_id AND e.entity_id = x.entity_id)]
-            FROM dm_private.entity_names AS x
-            WHERE x.team_id = match_team_id
-              AND pg_catalog.split_part(x.normalized_name, ' ', 1) COLLATE "C" = ANY (scan_toks)
-              AND pg_catalog.split_part(x.normalized_name, ' ', 2) COLLATE "C" = ANY (second_toks)),
-        -- {predicate, phrase, '' or ' -' for a disabled row}: the team's
-        -- rows and the defaults, apart; the override rule is applied below
-        -- (two scans: fewer plan nodes to start than a union with an
-        -- anti-join subquery). Keyed by the first word only: a team's
-        -- synonyms are a short configuration list (no group of thousands
-        -- of phrases sharing a first word, as names can have), and the
-        -- between-spaces test below implies the second-word condition (a
-        -- phrase that stands between spaces in the tokens has a token or
-        -- nothing as its second word), so the rows kept are the same and
-        -- the scan has one array key to prepare instead of two.
-        ARRAY(
-            SELECT ARRAY[s.predicate, s.phrase, CASE WHEN s.enabled THEN '' ELSE ' -' END]
-            FROM dm_private.predicate_synonyms AS s
-            WHERE s.team_id = match_team_id
-              AND pg_catalog.split_part(s.phrase, ' ', 1) COLLATE "C" = ANY (scan_toks))
-    INTO name_rows_read, team_rows_read;
+    -- The team's names, aliases and synonym phrases whose first word is a
+    -- token of the query and whose second word is one too or empty, from
+    -- one table (dm_private.parse_lexicon, migration 0068) in one index
+    -- scan, each row as the parse needs it: the canonical name of a name
+    -- and the team's phrases are carried in the rows, so no sub-select
+    -- reads entities per name found and no second scan reads the team's
+    -- synonyms (which most teams do not have). Few rows: the index skips a
+    -- team's names that share a first word but continue otherwise. The
+    -- statement has the fewest expressions (they are compiled on every
+    -- execution); the test that the whole name or phrase is an n-gram runs
+    -- below, in PL/pgSQL, on the rows found. An empty answer is an empty
+    -- array.
+    rows_read := ARRAY(
+        SELECT l.entry
+        FROM dm_private.parse_lexicon AS l
+        WHERE l.team_id = match_team_id
+          AND l.first_word = ANY (scan_toks)
+          AND l.second_word = ANY (second_toks));
 
     -- A name or phrase of one to four words is one of the query's n-grams
     -- exactly when it stands between spaces in the tokens. The phrases'
     -- rows become 'predicate position[ -]' (a predicate holds no space),
     -- the position being the first character offset between spaces times 4
     -- plus the phrase's spaces: the order of the first position among the
-    -- n-grams (by first token, then by length).
-    IF pg_catalog.cardinality(name_rows_read) = 0 THEN
+    -- n-grams (by first token, then by length). The order of the rows read
+    -- decides nothing: entities and predicates are ordered below.
+    IF pg_catalog.cardinality(rows_read) = 0 THEN
         NULL;
-    ELSIF pg_catalog.strpos(pg_catalog.array_to_string(name_rows_read[:][2:2], '|'), ' ') = 0 THEN
-        -- One-word names only (most often): each is its own first word, a
-        -- token, so each stands between spaces in the tokens: all kept.
-        name_rows_found := name_rows_read;
+    ELSIF rows_read[:][3:3] OPERATOR(pg_catalog.<@) '{t,f}'::text [] THEN
+        -- Names only (most often: most teams have no synonyms).
+        IF pg_catalog.strpos(pg_catalog.array_to_string(rows_read[:][2:2], '|'), ' ') = 0 THEN
+            -- One-word names only: each is its own first word, a token, so
+            -- each stands between spaces in the tokens: all kept.
+            name_rows_found := rows_read;
+        ELSE
+            FOREACH r SLICE 1 IN ARRAY rows_read LOOP
+                IF pg_catalog.split_part(r[2], ' ', 5) = '' AND pg_catalog.strpos(padded, ' ' || r[2] || ' ') > 0 THEN
+                    name_rows_found := name_rows_found || ARRAY[r];
+                END IF;
+            END LOOP;
+        END IF;
     ELSE
-        FOREACH r SLICE 1 IN ARRAY name_rows_read LOOP
-            IF pg_catalog.split_part(r[2], ' ', 5) = '' AND pg_catalog.strpos(padded, ' ' || r[2] || ' ') > 0 THEN
-                name_rows_found := name_rows_found || ARRAY[r];
-            END IF;
-        END LOOP;
-    END IF;
-    IF pg_catalog.cardinality(team_rows_read) > 0 THEN
-        FOREACH r SLICE 1 IN ARRAY team_rows_read LOOP
+        FOREACH r SLICE 1 IN ARRAY rows_read LOOP
+            CONTINUE WHEN pg_catalog.split_part(r[2], ' ', 5) <> '';
             at := pg_catalog.strpos(padded, ' ' || r[2] || ' ');
-            IF at > 0 AND pg_catalog.split_part(r[2], ' ', 5) = '' THEN
+            CONTINUE WHEN at = 0;
+            IF r[3] IN ('t', 'f') THEN
+                name_rows_found := name_rows_found || ARRAY[r];
+            ELSE
                 team_hints := team_hints || (r[1] || ' ' || (at * 4 + pg_catalog.length(r[2])
                     - pg_catalog.length(pg_catalog.replace(r[2], ' ', ''))) || r[3]);
             END IF;
@@ -1851,7 +2050,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION dm_private.parse_query_team(uuid, text [], text [], text [], jsonb, jsonb, jsonb, jsonb) IS
-'What dm.parse_query reads from the authenticated team''s tables, in one call: the entities (as dm_private.match_query_entities) and predicates (as dm_private.predicate_hints) that the 1-4 token n-grams of toks (the query''s lower-case tokens; scan_toks: the same, sorted in byte order without duplicates, or as given) would find, read by their first two words, and the trigram candidates; with anchors NULL {"entities", "predicates"}, otherwise dm.parse_query''s whole answer with the given anchors, phrases, terms and time. Definer (densemem_searcher) with an explicit, checked team predicate; one generic plan.';
+'What dm.parse_query reads from the authenticated team''s tables, in one call: the entities (as dm_private.match_query_entities) and predicates (as dm_private.predicate_hints) that the 1-4 token n-grams of toks (the query''s lower-case tokens; scan_toks: the same, sorted in byte order without duplicates, or as given) would find, read by their first two words from dm_private.parse_lexicon, and the trigram candidates; with anchors NULL {"entities", "predicates"}, otherwise dm.parse_query''s whole answer with the given anchors, phrases, terms and time. Definer (densemem_searcher) with an explicit, checked team predicate; one generic plan.';
 ALTER FUNCTION dm_private.parse_query_team(uuid, text [], text [], text [], jsonb, jsonb, jsonb, jsonb) OWNER TO densemem_searcher;
 
 -- The one-call lookup behind dm.parse_query (dm_private.parse_query_names
@@ -2074,8 +2273,8 @@ BEGIN
     END IF;
 
     -- The tokens, sorted in byte order without duplicates, key the index
-    -- scans on the first word of the team's names and phrases (migration
-    -- 0060); the n-grams are not built: dm_private.parse_query_team keeps a
+    -- scan on the first word of the team's names and phrases (migration
+    -- 0068); the n-grams are not built: dm_private.parse_query_team keeps a
     -- name or phrase of one to four words when it stands between spaces in
     -- the tokens (the same rows as n-gram equality). Tokens are never
     -- empty, and none is longer than the lower-case text, so within 2,047

@@ -1106,3 +1106,93 @@ $$;
 COMMENT ON FUNCTION dm_private.team_predicates_updated() IS
 'Trigger (row, after UPDATE OF predicate on relationships when it changes): adds the new predicate when team_predicates does not hold it yet.';
 REVOKE ALL ON FUNCTION dm_private.team_predicates_updated() FROM PUBLIC;
+
+-- ---------------------------------------------------------------- context marks (migration 0070)
+
+-- Relationships that have (or had) a recorded conflict or an equivalent
+-- relationship of another author (insert-only, a superset):
+-- discovery_candidate_paths starts discovery_edge_context only when a pool
+-- edge is marked (see migration 0070). The triggers are created by 0070.
+-- After INSERT on conflicts (statement): both sides of every new conflict.
+CREATE OR REPLACE FUNCTION dm_private.context_marks_conflicts_inserted()
+RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = ''
+AS $$
+BEGIN
+    INSERT INTO dm_private.discovery_context_marks (team_id, relationship_id)
+    SELECT DISTINCT s.team_id, s.relationship_id
+    FROM new_rows AS n
+    CROSS JOIN LATERAL (VALUES (n.team_id, n.relationship_id), (n.team_id, n.conflicting_relationship_id))
+        AS s (team_id, relationship_id)
+    WHERE NOT EXISTS (SELECT 1 FROM dm_private.discovery_context_marks AS m
+                      WHERE m.team_id = s.team_id AND m.relationship_id = s.relationship_id);
+    RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION dm_private.context_marks_conflicts_inserted() IS
+'Trigger (statement, after INSERT or UPDATE on conflicts): marks both sides of the new rows in discovery_context_marks.';
+REVOKE ALL ON FUNCTION dm_private.context_marks_conflicts_inserted() FROM PUBLIC;
+
+-- After INSERT or UPDATE on relationships (statement): the written rows and
+-- their equivalents, when the two have different authors. An update that
+-- changes none of the columns deciding equivalence (status, tier,
+-- verification, lifecycle: every update the service makes) reads nothing
+-- but the transition tables.
+CREATE OR REPLACE FUNCTION dm_private.context_marks_relationships_written()
+RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = ''
+AS $$
+BEGIN
+    IF TG_OP = 'UPDATE' THEN
+        IF NOT EXISTS (
+            SELECT 1
+            FROM new_rows AS n
+            JOIN old_rows AS o ON o.team_id = n.team_id AND o.relationship_id = n.relationship_id
+            WHERE (n.semantic_group, n.subject_entity_id, n.predicate, n.object_entity_id, n.polarity,
+                   n.owner_profile_id)
+                  IS DISTINCT FROM (o.semantic_group, o.subject_entity_id, o.predicate, o.object_entity_id,
+                                    o.polarity, o.owner_profile_id)) THEN
+            RETURN NULL;
+        END IF;
+    END IF;
+    -- Equivalent relationships form groups (same semantic group; same
+    -- subject, predicate, object and polarity). A group with two or more
+    -- authors has every member marked: each has an equivalent of another
+    -- author. A group has two authors exactly when some member's owner
+    -- differs from a new row's owner: one probe per new row (the probe
+    -- discovery made per pool edge on every call before), and the members
+    -- are read only for such groups. A member-wise "other author exists"
+    -- probe would read a single-author group of n to its end for each member.
+    INSERT INTO dm_private.discovery_context_marks (team_id, relationship_id)
+    SELECT DISTINCT x.team_id, x.relationship_id
+    FROM (SELECT DISTINCT n.team_id, n.semantic_group
+          FROM new_rows AS n
+          WHERE n.semantic_group IS NOT NULL
+            AND EXISTS (SELECT 1 FROM dm_private.relationships AS y
+                        WHERE y.team_id = n.team_id AND y.semantic_group = n.semantic_group
+                          AND y.owner_profile_id <> n.owner_profile_id)) AS g
+    JOIN dm_private.relationships AS x ON x.team_id = g.team_id AND x.semantic_group = g.semantic_group
+    WHERE NOT EXISTS (SELECT 1 FROM dm_private.discovery_context_marks AS m
+                      WHERE m.team_id = x.team_id AND m.relationship_id = x.relationship_id);
+    INSERT INTO dm_private.discovery_context_marks (team_id, relationship_id)
+    SELECT DISTINCT x.team_id, x.relationship_id
+    FROM (SELECT DISTINCT n.team_id, n.subject_entity_id, n.predicate, n.object_entity_id, n.polarity
+          FROM new_rows AS n
+          WHERE n.object_entity_id IS NOT NULL
+            AND EXISTS (SELECT 1 FROM dm_private.relationships AS y
+                        WHERE y.team_id = n.team_id AND y.subject_entity_id = n.subject_entity_id
+                          AND y.predicate = n.predicate AND y.object_entity_id = n.object_entity_id
+                          AND y.polarity = n.polarity AND y.owner_profile_id <> n.owner_profile_id)) AS g
+    JOIN dm_private.relationships AS x
+      ON x.team_id = g.team_id AND x.subject_entity_id = g.subject_entity_id AND x.predicate = g.predicate
+     AND x.object_entity_id = g.object_entity_id AND x.polarity = g.polarity
+    WHERE NOT EXISTS (SELECT 1 FROM dm_private.discovery_context_marks AS m
+                      WHERE m.team_id = x.team_id AND m.relationship_id = x.relationship_id);
+    RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION dm_private.context_marks_relationships_written() IS
+'Trigger (statement, after INSERT or UPDATE on relationships): marks the written rows and their equivalents (same semantic group, or same endpoints, predicate and polarity) when some equivalent has another author.';
+REVOKE ALL ON FUNCTION dm_private.context_marks_relationships_written() FROM PUBLIC;

@@ -308,22 +308,25 @@ BEGIN
     -- profiles are the caller's inactive_owners (the same query as the
     -- walk's own sub-select, which ran once per seed), a parameter rather
     -- than a column carried through every row.
-    WITH RECURSIVE walk_steps (depth, relationship_id, from_entity_id, to_entity_id, parent_relationship_id,
-                         root_entity_id, outgoing, subject_entity_id, predicate, object_entity_id, object_value,
-                         polarity, owner_profile_id, semantic_group, parent_predicate, is_cycle, root_score) AS (
+    -- Only the columns the ranking reads are carried: every column is set
+    -- up in the result type and projection of each of the walk's ~20 plan
+    -- nodes on every call, and copied per walked edge.
+    WITH RECURSIVE walk_steps (depth, relationship_id, to_entity_id, parent_relationship_id,
+                         root_entity_id, subject_entity_id, predicate, object_entity_id, object_value,
+                         polarity, owner_profile_id, parent_predicate, is_cycle, root_score) AS (
         -- root_score: the seed's score, read from seed_scores once per seed
         -- and carried along (it was read per walked edge and per path: a
         -- jsonb lookup and a text-to-double conversion each time).
-        SELECT 0, NULL::uuid, NULL::uuid, s.entity_id, NULL::uuid, s.entity_id, NULL::boolean,
+        SELECT 0, NULL::uuid, s.entity_id, NULL::uuid, s.entity_id,
                NULL::uuid, NULL::text, NULL::uuid, NULL::text, NULL::dm_private.relationship_polarity, NULL::uuid,
-               NULL::text, NULL::text, false,
+               NULL::text, false,
                COALESCE((seed_scores ->> s.entity_id::text)::double precision, 0)
         FROM (SELECT DISTINCT u.entity_id FROM pg_catalog.unnest(seed_ids) AS u (entity_id)
               WHERE u.entity_id IS NOT NULL) AS s
         UNION ALL
-        SELECT w.depth + 1, x.relationship_id, w.to_entity_id, x.next_entity_id, w.relationship_id,
-               w.root_entity_id, x.outgoing, x.subject_entity_id, x.predicate, x.object_entity_id, x.object_value,
-               x.polarity, x.owner_profile_id, x.semantic_group, w.predicate,
+        SELECT w.depth + 1, x.relationship_id, x.next_entity_id, w.relationship_id,
+               w.root_entity_id, x.subject_entity_id, x.predicate, x.object_entity_id, x.object_value,
+               x.polarity, x.owner_profile_id, w.predicate,
                -- Cycle detection (the CYCLE clause written out): with at most
                -- two hops a path is (root, entity expanded), so a row revisits
                -- its path exactly when it reaches one of those two; a literal
@@ -334,9 +337,9 @@ BEGIN
         CROSS JOIN LATERAL (
             SELECT y.*
             FROM (
-                (SELECT r.relationship_id, r.object_entity_id AS next_entity_id, true AS outgoing, 0 AS pass,
+                (SELECT r.relationship_id, r.object_entity_id AS next_entity_id,
                         r.subject_entity_id, r.predicate, r.object_entity_id, r.object_value, r.polarity,
-                        r.owner_profile_id, r.semantic_group
+                        r.owner_profile_id
                  FROM dm_private.relationships AS r
                  WHERE r.team_id = team AND r.subject_entity_id = w.to_entity_id
                    AND r.predicate = ANY(hints)
@@ -350,9 +353,9 @@ BEGIN
                    AND r.owner_profile_id <> ALL(inactive_owners)
                  LIMIT fan_out)
                 UNION ALL
-                (SELECT r.relationship_id, r.subject_entity_id AS next_entity_id, false AS outgoing, 0 AS pass,
+                (SELECT r.relationship_id, r.subject_entity_id AS next_entity_id,
                         r.subject_entity_id, r.predicate, r.object_entity_id, r.object_value, r.polarity,
-                        r.owner_profile_id, r.semantic_group
+                        r.owner_profile_id
                  FROM dm_private.relationships AS r
                  WHERE r.team_id = team AND r.object_entity_id = w.to_entity_id
                    AND r.predicate = ANY(hints)
@@ -366,9 +369,9 @@ BEGIN
                    AND r.owner_profile_id <> ALL(inactive_owners)
                  LIMIT fan_out)
                 UNION ALL
-                (SELECT r.relationship_id, r.object_entity_id AS next_entity_id, true AS outgoing, 1 AS pass,
+                (SELECT r.relationship_id, r.object_entity_id AS next_entity_id,
                         r.subject_entity_id, r.predicate, r.object_entity_id, r.object_value, r.polarity,
-                        r.owner_profile_id, r.semantic_group
+                        r.owner_profile_id
                  FROM dm_private.relationships AS r
                  WHERE r.team_id = team AND r.subject_entity_id = w.to_entity_id
                    AND r.predicate <> ALL(hints)
@@ -382,9 +385,9 @@ BEGIN
                    AND r.owner_profile_id <> ALL(inactive_owners)
                  LIMIT fan_out)
                 UNION ALL
-                (SELECT r.relationship_id, r.subject_entity_id AS next_entity_id, false AS outgoing, 1 AS pass,
+                (SELECT r.relationship_id, r.subject_entity_id AS next_entity_id,
                         r.subject_entity_id, r.predicate, r.object_entity_id, r.object_value, r.polarity,
-                        r.owner_profile_id, r.semantic_group
+                        r.owner_profile_id
                  FROM dm_private.relationships AS r
                  WHERE r.team_id = team AND r.object_entity_id = w.to_entity_id
                    AND r.predicate <> ALL(hints)
@@ -409,40 +412,42 @@ BEGIN
           AND NOT w.is_cycle
     ),
     walk AS MATERIALIZED (
-        SELECT w.depth, w.relationship_id, w.parent_relationship_id, w.root_entity_id, w.subject_entity_id,
-               w.predicate, w.object_entity_id, w.object_value, w.polarity, w.owner_profile_id, w.semantic_group,
+        SELECT w.depth, w.relationship_id, w.parent_relationship_id, w.subject_entity_id,
+               w.predicate, w.object_entity_id, w.object_value, w.polarity, w.owner_profile_id,
                COALESCE(w.predicate = ANY(hints) OR ('_' || w.predicate) OPERATOR(pg_catalog.~~) ANY(hit_likes), false)
                    AS hit,
                COALESCE(w.parent_predicate = ANY(hints)
                         OR ('_' || w.parent_predicate) OPERATOR(pg_catalog.~~) ANY(hit_likes),
                         false) AS parent_hit,
                w.root_score
-        FROM (SELECT ws.depth, ws.relationship_id, ws.parent_relationship_id, ws.root_entity_id,
-                     ws.subject_entity_id, ws.predicate, ws.object_entity_id, ws.object_value, ws.polarity,
-                     ws.owner_profile_id, ws.semantic_group, ws.parent_predicate, ws.root_score
+        FROM (SELECT ws.depth, ws.relationship_id, ws.parent_relationship_id, ws.subject_entity_id, ws.predicate,
+                     ws.object_entity_id, ws.object_value, ws.polarity, ws.owner_profile_id, ws.parent_predicate,
+                     ws.root_score
               FROM walk_steps AS ws
               WHERE ws.depth > 0 AND NOT ws.is_cycle
               LIMIT GREATEST(walk_edges, 0)) AS w
     ),
+    -- One pass over the walk for both path lengths (a one-edge path per
+    -- first hop, a two-edge path per second hop): one scan, not a scan per
+    -- length and an Append. The score expressions are those of before, term
+    -- for term, so the same doubles.
     cheap_paths AS (
-        SELECT ARRAY[w.relationship_id] AS relationship_ids, w.root_entity_id, w.root_score,
-               0.2 * w.root_score
-               + CASE WHEN w.hit THEN 1.0::double precision ELSE 0.0::double precision END AS score
+        SELECT CASE WHEN w.depth = 1 THEN ARRAY[w.relationship_id]
+                    ELSE ARRAY[w.parent_relationship_id, w.relationship_id] END AS relationship_ids,
+               w.root_score,
+               CASE WHEN w.depth = 1
+                    THEN 0.2 * w.root_score
+                         + CASE WHEN w.hit THEN 1.0::double precision ELSE 0.0::double precision END
+                    -- (parent hit + hit) / 2 is 0, 0.5 or 1, exact in double: no
+                    -- numeric arithmetic and conversion per walked edge.
+                    ELSE 0.2 * w.root_score
+                         + CASE WHEN w.parent_hit AND w.hit THEN 1.0::double precision
+                                WHEN w.parent_hit OR w.hit THEN 0.5::double precision
+                                ELSE 0.0::double precision END - 0.2 END AS score
         FROM walk AS w
-        WHERE w.depth = 1
-        UNION ALL
-        SELECT ARRAY[w.parent_relationship_id, w.relationship_id], w.root_entity_id, w.root_score,
-               0.2 * w.root_score
-               -- (parent hit + hit) / 2 is 0, 0.5 or 1, exact in double: no
-               -- numeric arithmetic and conversion per walked edge.
-               + CASE WHEN w.parent_hit AND w.hit THEN 1.0::double precision
-                      WHEN w.parent_hit OR w.hit THEN 0.5::double precision
-                      ELSE 0.0::double precision END - 0.2
-        FROM walk AS w
-        WHERE w.depth = 2
     ),
     pool AS MATERIALIZED (
-        SELECT d.relationship_ids, d.root_entity_id, d.root_score
+        SELECT d.relationship_ids, d.root_score
         FROM (SELECT DISTINCT ON (cp.relationship_ids) cp.*
               FROM cheap_paths AS cp
               ORDER BY cp.relationship_ids, cp.score DESC) AS d
@@ -451,7 +456,7 @@ BEGIN
     ),
     rels AS MATERIALIZED (
         SELECT DISTINCT ON (w.relationship_id) w.relationship_id, w.subject_entity_id, w.object_entity_id,
-               w.object_value, w.predicate, w.polarity, w.owner_profile_id, w.semantic_group, w.hit
+               w.object_value, w.predicate, w.polarity, w.owner_profile_id, w.hit
         FROM walk AS w
         WHERE w.relationship_id IN (SELECT pg_catalog.unnest(pool.relationship_ids) FROM pool)
         ORDER BY w.relationship_id
@@ -461,7 +466,11 @@ BEGIN
     -- side) or an equivalent relationship of another author (same semantic
     -- group, or same endpoints, predicate and polarity): without one, both
     -- are empty by definition, and this statement starts and runs none of
-    -- their plan. The probes below are a superset of what either part reads.
+    -- their plan. Such a relationship is marked in discovery_context_marks
+    -- (migration 0070, kept by the write path; a superset, which can only
+    -- start the function for nothing): one probe of a small index per pool
+    -- edge, where four probes (conflicts both ways, the semantic group and
+    -- the endpoint range of relationships_outgoing_idx) decided it before.
     context AS MATERIALIZED (
         SELECT x.context_relationship_id AS relationship_id, x.refs, x.is_preferred, x.is_overridden,
                x.challengers, x.corroborators
@@ -470,17 +479,8 @@ BEGIN
         WHERE EXISTS (
             SELECT 1
             FROM rels
-            WHERE EXISTS (SELECT 1 FROM dm_private.conflicts AS c
-                          WHERE c.team_id = team AND c.relationship_id = rels.relationship_id)
-               OR EXISTS (SELECT 1 FROM dm_private.conflicts AS c
-                          WHERE c.team_id = team AND c.conflicting_relationship_id = rels.relationship_id)
-               OR EXISTS (SELECT 1 FROM dm_private.relationships AS o
-                          WHERE o.team_id = team AND o.semantic_group = rels.semantic_group
-                            AND o.owner_profile_id <> rels.owner_profile_id)
-               OR EXISTS (SELECT 1 FROM dm_private.relationships AS o
-                          WHERE o.team_id = team AND o.subject_entity_id = rels.subject_entity_id
-                            AND o.predicate = rels.predicate AND o.object_entity_id = rels.object_entity_id
-                            AND o.polarity = rels.polarity AND o.owner_profile_id <> rels.owner_profile_id))
+            WHERE EXISTS (SELECT 1 FROM dm_private.discovery_context_marks AS m
+                          WHERE m.team_id = team AND m.relationship_id = rels.relationship_id))
     ),
     edges AS MATERIALIZED (
         SELECT rels.relationship_id, su.evidence_ids, rels.subject_entity_id, rels.object_entity_id,

@@ -222,8 +222,14 @@ VALUES
     ('dm_private.community_relationships', 'SELECT', 'densemem_analyst, densemem_operator'),
     ('dm_private.evidence_entity_links', 'SELECT, INSERT, DELETE', 'densemem_app'),
     ('dm_private.evidence_entity_links', 'SELECT', 'densemem_analyst, densemem_operator, densemem_searcher'),
+    -- 0068: the parse's lexicon is written only by its definer triggers (owned by the searcher).
+    ('dm_private.parse_lexicon', 'SELECT, INSERT, UPDATE, DELETE', 'densemem_searcher'),
+    ('dm_private.parse_lexicon', 'SELECT', 'densemem_app, densemem_analyst, densemem_operator'),
     ('dm_private.team_predicates', 'SELECT, INSERT', 'densemem_app'),
     ('dm_private.team_predicates', 'SELECT', 'densemem_analyst, densemem_operator, densemem_searcher'),
+    -- 0070: discovery context marks, added by the write path's triggers (invoker).
+    ('dm_private.discovery_context_marks', 'SELECT, INSERT', 'densemem_app'),
+    ('dm_private.discovery_context_marks', 'SELECT', 'densemem_analyst, densemem_operator, densemem_searcher'),
     -- 0024: BM25 statistics. The write path appends deltas (statement
     -- triggers, invoker) and compacts its team; the searcher reads them.
     ('dm_private.search_statistics_deltas', 'SELECT, INSERT, DELETE', 'densemem_app'),

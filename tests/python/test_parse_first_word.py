@@ -225,29 +225,29 @@ def test_lookup_is_planned_once(conn: psycopg.Connection[Any]) -> None:
 
 
 def test_lookup_reads_the_first_word_indexes(conn: psycopg.Connection[Any], word_team: Principal) -> None:
-    """The names lookup's condition is served by the first-word index (migration 0060), with the team
-    leading its key (this test database is too small for the planner to prefer it unprompted)."""
+    """The names lookup's condition is served by the lexicon's key (migration 0068): the team, then
+    the first two words (this test database is too small for the planner to prefer it unprompted)."""
     conn.execute("SET enable_seqscan = off")
     plan = conn.execute(
-        "EXPLAIN (GENERIC_PLAN) SELECT x.entity_id FROM dm_private.entity_names AS x "
-        "WHERE x.team_id = $1 AND pg_catalog.split_part(x.normalized_name, ' ', 1) COLLATE \"C\" = ANY ($2)"
+        "EXPLAIN (GENERIC_PLAN) SELECT l.entry FROM dm_private.parse_lexicon AS l "
+        "WHERE l.team_id = $1 AND l.first_word = ANY ($2) AND l.second_word = ANY ($3)"
     ).fetchall()
     conn.execute("RESET enable_seqscan")
     text = "\n".join(r[0] for r in plan)
-    assert "entity_names_first_word_idx" in text, text
-    assert "Index Cond: ((team_id = $1) AND ((split_part(normalized_name" in text, text
+    assert "parse_lexicon_pkey" in text, text
+    condition = "Index Cond: ((team_id = $1) AND (first_word = ANY ($2)) AND (second_word = ANY ($3)))"
+    assert condition in text, text
     row = conn.execute(
-        "SELECT pg_get_indexdef('dm_private.entity_names_first_word_idx'::regclass), "
-        "pg_get_indexdef('dm_private.predicate_synonyms_first_word_idx'::regclass), "
+        "SELECT pg_get_indexdef('dm_private.parse_lexicon_pkey'::regclass), "
+        "to_regclass('dm_private.entity_names_first_word_idx') IS NULL, "
+        "to_regclass('dm_private.predicate_synonyms_first_word_idx') IS NULL, "
         "to_regclass('dm_private.predicate_synonym_defaults_first_word_idx') IS NULL"
     ).fetchone()
     assert row is not None
     # The second word is a key too: names sharing a first word ("person 1" ... "person 99980")
     # are not all read when the query holds that word.
-    assert "(team_id, split_part(normalized_name, ' '::text, 1)" in row[0]
-    assert "split_part(normalized_name, ' '::text, 2)" in row[0]
-    assert "(team_id, split_part(phrase, ' '::text, 1)" in row[1]
-    assert "split_part(phrase, ' '::text, 2)" in row[1]
-    # The defaults are read from their constant copy (dm_private.parse_default_synonyms()),
-    # so their first-word index is gone (migration 0067).
-    assert row[2] is True
+    assert "(team_id, first_word, second_word, phrase, kind, ref)" in row[0]
+    # The team's names and phrases are read from dm_private.parse_lexicon (migration 0068) and the
+    # defaults from their constant copy (dm_private.parse_default_synonyms()), so the 0060
+    # first-word indexes are gone (migrations 0067 and 0069).
+    assert row[1:] == (True, True, True)
