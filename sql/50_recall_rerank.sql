@@ -361,9 +361,12 @@ BEGIN
                 -- (session 10)
                 FROM (SELECT pg_catalog.unnest(fused) AS f) AS u
                 JOIN dm_private.search_documents AS x
-                  -- by the primary key (team_id, document_id): two uuids compared per
-                  -- index tuple instead of the subject key's uuid, enum and uuid (the
-                  -- subject test, IS TRUE, is a filter: not an index condition)
+                  -- by the document's id: the hash index of migration 0072 (one
+                  -- bucket page per candidate instead of a B-tree descent comparing
+                  -- two uuids per step: 0.7 M instructions less per ranking call,
+                  -- session 11), the team test on the row it returns. Not the
+                  -- subject key's uuid, enum and uuid (the subject test, IS TRUE,
+                  -- is a filter: not an index condition)
                   ON x.team_id = team AND x.document_id = (u.f).document_id
                  AND (x.subject_id = (u.f).evidence_id) IS TRUE
                 WHERE x.subject_kind = 'evidence'
@@ -533,9 +536,12 @@ BEGIN
                 -- (session 10)
                 FROM (SELECT pg_catalog.unnest(fused) AS f) AS u
                 JOIN dm_private.search_documents AS x
-                  -- by the primary key (team_id, document_id): two uuids compared per
-                  -- index tuple instead of the subject key's uuid, enum and uuid (the
-                  -- subject test, IS TRUE, is a filter: not an index condition)
+                  -- by the document's id: the hash index of migration 0072 (one
+                  -- bucket page per candidate instead of a B-tree descent comparing
+                  -- two uuids per step: 0.7 M instructions less per ranking call,
+                  -- session 11), the team test on the row it returns. Not the
+                  -- subject key's uuid, enum and uuid (the subject test, IS TRUE,
+                  -- is a filter: not an index condition)
                   ON x.team_id = team AND x.document_id = (u.f).document_id
                  AND (x.subject_id = (u.f).evidence_id) IS TRUE
                 WHERE x.subject_kind = 'evidence'

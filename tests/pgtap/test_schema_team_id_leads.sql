@@ -56,6 +56,12 @@ VALUES
 --                              leads the key through a function no other
 --                              index has, so the team's evidence comes in
 --                              heap order (full-text dense passes).
+--   dm_private.search_documents_document_hash_idx
+--                              a hash index (one key column) on document_id
+--                              (0072): the ranking's probe of each fused
+--                              candidate by its id; every reader keeps its
+--                              explicit team_id predicate, and Citus builds
+--                              it per shard, where it still serves the probe.
 --   dm_private.entity_names_team_trigram_idx,
 --   dm_private.search_documents_entity_team_lexemes_idx
 --                              the same for entity name trigrams (0055) and
@@ -67,6 +73,7 @@ VALUES
     ('dm_private.search_documents_claim_order_idx'),
     ('dm_private.search_documents_team_lexemes_idx'),
     ('dm_private.search_documents_team_order_idx'),
+    ('dm_private.search_documents_document_hash_idx'),
     ('dm_private.entity_names_team_trigram_idx'),
     ('dm_private.search_documents_entity_team_lexemes_idx');
 
