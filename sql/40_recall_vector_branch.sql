@@ -566,8 +566,9 @@ BEGIN
         NULL;  -- ranked above
     ELSIF chosen.walk_function IS NOT NULL THEN
         -- The team's own walk function: the statement below with the team
-        -- and contract written in as literals, in a PL/pgSQL function of its
-        -- own that keeps one generic plan per session (the literals match the
+        -- and contract written in as literals, in a function of its own
+        -- (LANGUAGE sql since session 11: nothing to compile on a team's
+        -- first call) that keeps one generic plan per session (the literals match the
         -- partial index without a custom plan). Planning the statement on
         -- every call cost about 1.5 M instructions of a 6.6 M call on the 1M
         -- bench's 10k+ teams, growing with the number of partial indexes on
@@ -670,10 +671,36 @@ BEGIN
     signature := pg_catalog.format('dm_private.%I(public.halfvec, integer, timestamptz, timestamptz, text[], text[], '
                                    'text[], timestamptz, timestamptz, boolean, timestamptz, timestamptz, uuid[], uuid[])',
                                    walk);
+    -- Session 11: a team's first call on a connection paid for its walk
+    -- function as much as for its walk (1M bench, callgrind: PL/pgSQL
+    -- compile 0.41 M, parse and analysis 0.85 M, the generic plan 2.2 M,
+    -- against 3.9 M for the walk statement). Two things cut that, with the
+    -- same plan shape and the same rows:
+    -- - LANGUAGE sql, not plpgsql: PostgreSQL 18 keeps a SQL function's
+    --   parsed statement and its plan for the session (the plan cache, under
+    --   the SET clauses below), as PL/pgSQL did, without compiling a
+    --   PL/pgSQL body around the one statement;
+    -- - the eligibility predicates on the document are one CASE expression,
+    --   a single qual the planner does not take apart: none of them can be
+    --   an index condition of this plan (the walk's order comes from the
+    --   HNSW index, and each walked vector's document is one primary-key
+    --   probe), yet as 16 separate quals each was tested against the
+    --   predicates of search_documents' ten partial indexes, given a
+    --   selectivity, and its ORs tried as bitmap paths. They are evaluated
+    --   on the same rows with the same result (a NULL condition fails the
+    --   CASE as it fails the WHERE clause).
+    -- The parameters stay unnamed, as in the PL/pgSQL version (whose ALIAS
+    -- names are the ones below): CREATE OR REPLACE may add names to a
+    -- function but never remove or change them, so a named version could not
+    -- be replaced by an older sql/40 again. $1 query halfvec, $2 cap,
+    -- $3 valid_at, $4 known_at, $5 scopes, $6 source groups, $7 memory
+    -- types, $8 created_after, $9 created_before, $10 has_window,
+    -- $11 window_from, $12 window_to, $13 known evidence ids, $14 disabled
+    -- owner profiles (recall_vector_sql's numbering).
     EXECUTE pg_catalog.format($ddl$
 CREATE OR REPLACE FUNCTION %1$s
 RETURNS dm_private.recall_branch_hit []
-LANGUAGE plpgsql
+LANGUAGE sql
 STABLE
 SET search_path = ''
 SET plan_cache_mode = force_generic_plan
@@ -685,60 +712,41 @@ SET enable_hashjoin = off
 SET enable_mergejoin = off
 SET max_parallel_workers_per_gather = 0
 AS $walk$
-DECLARE
-    q ALIAS FOR $1;
-    cap ALIAS FOR $2;
-    valid_at ALIAS FOR $3;
-    known_at ALIAS FOR $4;
-    scopes ALIAS FOR $5;
-    source_groups ALIAS FOR $6;
-    memory_types ALIAS FOR $7;
-    created_after ALIAS FOR $8;
-    created_before ALIAS FOR $9;
-    has_window ALIAS FOR $10;
-    window_from ALIAS FOR $11;
-    window_to ALIAS FOR $12;
-    known_ids ALIAS FOR $13;
-    disabled ALIAS FOR $14;
-    hits dm_private.recall_branch_hit [];
-BEGIN
     SELECT pg_catalog.array_agg(ROW(h.branch, h.document_id, h.evidence_id, h.branch_rank, h.branch_score)
                                 ::dm_private.recall_branch_hit ORDER BY h.branch_rank)
-    INTO hits
     FROM (
         WITH nearest AS MATERIALIZED (
             SELECT d.document_id, d.subject_id,
-                   ((e.embedding)::public.halfvec(%2$s) OPERATOR(public.<=>) q) AS distance
+                   ((e.embedding)::public.halfvec(%2$s) OPERATOR(public.<=>) $1) AS distance
             FROM dm_private.document_embeddings AS e
             JOIN dm_private.search_documents AS d ON d.team_id = e.team_id AND d.document_id = e.document_id
             WHERE e.team_id = %3$L::uuid AND e.contract_id = %4$s AND d.team_id = %3$L::uuid
               AND d.document_version = e.document_version
               AND d.source_version = e.source_version
-              AND d.subject_kind = 'evidence'
-              AND d.is_recallable
-              AND d.owner_profile_id <> ALL (disabled)
-              AND (d.valid_from IS NULL OR d.valid_from <= valid_at)
-              AND (d.valid_to IS NULL OR d.valid_to > valid_at)
-              AND (d.known_from IS NULL OR d.known_from <= known_at)
-              AND (d.known_to IS NULL OR d.known_to > known_at)
-              AND d.policy_labels <@ scopes
-              AND (source_groups IS NULL OR d.source_group = ANY (source_groups))
-              AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
-              AND (created_after IS NULL OR d.source_created_at >= created_after)
-              AND (created_before IS NULL OR d.source_created_at < created_before)
-              AND (NOT has_window OR (d.source_created_at IS NOT NULL
-                                      AND (window_from IS NULL OR d.source_created_at >= window_from)
-                                      AND (window_to IS NULL OR d.source_created_at <= window_to)))
-              AND d.subject_id <> ALL (known_ids)
-            ORDER BY ((e.embedding)::public.halfvec(%2$s) OPERATOR(public.<=>) q)
-            LIMIT cap)
+              AND CASE WHEN d.subject_kind = 'evidence'
+                            AND d.is_recallable
+                            AND d.owner_profile_id <> ALL ($14)
+                            AND (d.valid_from IS NULL OR d.valid_from <= $3)
+                            AND (d.valid_to IS NULL OR d.valid_to > $3)
+                            AND (d.known_from IS NULL OR d.known_from <= $4)
+                            AND (d.known_to IS NULL OR d.known_to > $4)
+                            AND d.policy_labels <@ $5
+                            AND ($6 IS NULL OR d.source_group = ANY ($6))
+                            AND ($7 IS NULL OR d.memory_type::text = ANY ($7))
+                            AND ($8 IS NULL OR d.source_created_at >= $8)
+                            AND ($9 IS NULL OR d.source_created_at < $9)
+                            AND (NOT $10 OR (d.source_created_at IS NOT NULL
+                                             AND ($11 IS NULL OR d.source_created_at >= $11)
+                                             AND ($12 IS NULL OR d.source_created_at <= $12)))
+                            AND d.subject_id <> ALL ($13)
+                       THEN true ELSE false END
+            ORDER BY ((e.embedding)::public.halfvec(%2$s) OPERATOR(public.<=>) $1)
+            LIMIT $2)
         SELECT 'vector'::text AS branch, n.document_id, n.subject_id AS evidence_id,
                (pg_catalog.row_number() OVER (ORDER BY n.distance, n.subject_id))::integer AS branch_rank,
                n.distance::double precision AS branch_score
         FROM nearest AS n
-        ORDER BY n.distance, n.subject_id) AS h;
-    RETURN hits;
-END
+        ORDER BY n.distance, n.subject_id) AS h
 $walk$
 $ddl$, signature, dimensions, team_id, contract_id);
     EXECUTE pg_catalog.format('COMMENT ON FUNCTION %s IS %L', signature,
