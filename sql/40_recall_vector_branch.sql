@@ -671,7 +671,10 @@ AS $$
 $$;
 COMMENT ON FUNCTION dm_private.recall_vector_candidates(uuid, public.vector, jsonb, jsonb, text) IS
 'Vector branch as a set: the hits of dm_private.recall_vector_hits (nearest eligible evidence by cosine distance, exact or the team''s partial HNSW index), one row each in branch_rank order. force_path => ''exact'' is the oracle.';
-ALTER FUNCTION dm_private.recall_vector_candidates(uuid, public.vector, jsonb, jsonb, text) OWNER TO densemem_searcher;
+-- (owned by the schema owner: densemem_searcher owns SECURITY DEFINER
+-- functions only, and a database upgraded from the definer version would
+-- otherwise keep the searcher as this wrapper's owner)
+ALTER FUNCTION dm_private.recall_vector_candidates(uuid, public.vector, jsonb, jsonb, text) OWNER TO densemem_owner;
 REVOKE ALL ON FUNCTION dm_private.recall_vector_candidates(uuid, public.vector, jsonb, jsonb, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION dm_private.recall_vector_candidates(uuid, public.vector, jsonb, jsonb, text)
 TO densemem_app, densemem_analyst, densemem_operator;
