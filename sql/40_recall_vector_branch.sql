@@ -160,15 +160,22 @@ REVOKE ALL ON FUNCTION dm_private.recall_vector_sql(uuid, integer, integer, text
 GRANT EXECUTE ON FUNCTION dm_private.recall_vector_sql(uuid, integer, integer, text)
 TO densemem_app, densemem_analyst, densemem_operator, densemem_searcher;
 
--- Vector candidates of one team: nearest eligible evidence by cosine
--- distance, top candidates.vector, one row per evidence. force_path 'exact'
--- is the exact oracle the benchmark and tests compare against. Raises DM503
--- when no contract is active or the query vector has the wrong dimensions
--- (recall_memory turns that into a recorded degradation when the branch is
--- optional).
-CREATE OR REPLACE FUNCTION dm_private.recall_vector_candidates(team_id uuid, query_embedding public.vector, req jsonb,
+-- Vector hits of one team: nearest eligible evidence by cosine distance,
+-- top candidates.vector, one per evidence, as the array recall_run holds
+-- them (in branch_rank order). force_path 'exact' is the exact oracle the
+-- benchmark and tests compare against. Raises DM503 when no contract is
+-- active or the query vector has the wrong dimensions (recall_memory turns
+-- that into a recorded degradation when the branch is optional).
+-- Session 12: every path below already builds the hits as an array; the
+-- function returns it, and recall_run assigns it (an expression). It used
+-- to return a set (RETURN QUERY over the unnested array: a tuplestore of
+-- the hits) that recall_run packed into an array again with a statement of
+-- its own (ARRAY(SELECT ...): a function scan and a composite per hit).
+-- recall_vector_candidates (below) is the set form for DBAs, tests and the
+-- benchmark's oracle.
+CREATE OR REPLACE FUNCTION dm_private.recall_vector_hits(team_id uuid, query_embedding public.vector, req jsonb,
     settings jsonb, force_path text DEFAULT NULL)
-RETURNS SETOF dm_private.recall_branch_hit
+RETURNS dm_private.recall_branch_hit []
 LANGUAGE plpgsql
 STABLE
 SECURITY DEFINER
@@ -190,7 +197,7 @@ SET enable_mergejoin = on
 SET max_parallel_workers_per_gather = 0
 AS $$
 DECLARE
-    team constant uuid := dm_private.require_team(recall_vector_candidates.team_id);
+    team constant uuid := dm_private.require_team(recall_vector_hits.team_id);
     cap integer := COALESCE((settings #>> '{candidates,vector}')::integer, 100);
     chosen record;
     path text;
@@ -221,8 +228,9 @@ DECLARE
     source_groups text [];
     memory_types text [];
     known_ids uuid [] := '{}';
-    disabled uuid [] := ARRAY(SELECT p.profile_id FROM dm_private.profiles AS p
-                              WHERE p.team_id = team AND p.state <> 'active');
+    -- the team's profiles that are not active (read by the access-path
+    -- statement below: one statement less per call)
+    disabled uuid [];
 BEGIN
     IF force_path IS NOT NULL AND force_path NOT IN ('exact', 'hnsw_partial') THEN
         RAISE EXCEPTION 'force_path must be exact or hnsw_partial' USING ERRCODE = '22023';
@@ -230,7 +238,9 @@ BEGIN
     -- dm_private.recall_vector_access_path's query, inline (one function
     -- call and its result set fewer per recall)
     SELECT CASE WHEN tvi.index_name IS NULL THEN 'exact' ELSE 'hnsw_partial' END AS access_path,
-           tvi.index_name, tvi.vector_count, c.contract_id, c.dimensions, w.proname AS walk_function
+           tvi.index_name, tvi.vector_count, c.contract_id, c.dimensions, w.proname AS walk_function,
+           ARRAY(SELECT p.profile_id FROM dm_private.profiles AS p
+                 WHERE p.team_id = team AND p.state <> 'active') AS disabled
     INTO chosen
     FROM dm_private.embedding_contracts AS c
     LEFT JOIN dm_private.team_vector_indexes AS tvi ON tvi.team_id = team AND tvi.contract_id = c.contract_id
@@ -242,6 +252,7 @@ BEGIN
     IF NOT FOUND THEN
         RAISE EXCEPTION 'no active embedding contract' USING ERRCODE = 'DM503';
     END IF;
+    disabled := chosen.disabled;
     IF query_embedding IS NULL THEN
         RAISE EXCEPTION 'no query embedding' USING ERRCODE = 'DM503';
     END IF;
@@ -634,12 +645,36 @@ BEGIN
             USING q, cap, valid_at, known_at, scopes, source_groups, memory_types, created_after, created_before,
                   has_window, window_from, window_to, known_ids, disabled, NULL::bigint;
     END IF;
-    RETURN QUERY SELECT h.* FROM pg_catalog.unnest(COALESCE(hits, '{}')) AS h;
+    RETURN COALESCE(hits, '{}');
 END
 $$;
+COMMENT ON FUNCTION dm_private.recall_vector_hits(uuid, public.vector, jsonb, jsonb, text) IS
+'Vector branch: nearest eligible evidence by cosine distance over version-matched vectors of the active contract, as an array in branch_rank order; exact scan or the team''s partial HNSW index (iterative scan). force_path => ''exact'' is the oracle. DM503 when no contract is active or dimensions differ. Runs as densemem_searcher.';
+ALTER FUNCTION dm_private.recall_vector_hits(uuid, public.vector, jsonb, jsonb, text) OWNER TO densemem_searcher;
+REVOKE ALL ON FUNCTION dm_private.recall_vector_hits(uuid, public.vector, jsonb, jsonb, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION dm_private.recall_vector_hits(uuid, public.vector, jsonb, jsonb, text)
+TO densemem_app, densemem_analyst, densemem_operator;
+
+-- The vector branch as a set (one row per hit, in branch_rank order): what
+-- a DBA, the tests and the benchmark's exact oracle query. The same hits as
+-- dm_private.recall_vector_hits, which checks the team and runs as
+-- densemem_searcher; this wrapper runs as its caller and adds nothing.
+CREATE OR REPLACE FUNCTION dm_private.recall_vector_candidates(team_id uuid, query_embedding public.vector, req jsonb,
+    settings jsonb, force_path text DEFAULT NULL)
+RETURNS SETOF dm_private.recall_branch_hit
+LANGUAGE sql
+STABLE
+SET search_path = ''
+AS $$
+    SELECT h.*
+    FROM pg_catalog.unnest(dm_private.recall_vector_hits(team_id, query_embedding, req, settings, force_path)) AS h
+$$;
 COMMENT ON FUNCTION dm_private.recall_vector_candidates(uuid, public.vector, jsonb, jsonb, text) IS
-'Vector branch: nearest eligible evidence by cosine distance over version-matched vectors of the active contract; exact scan or the team''s partial HNSW index (iterative scan). force_path => ''exact'' is the oracle. DM503 when no contract is active or dimensions differ. Runs as densemem_searcher.';
-ALTER FUNCTION dm_private.recall_vector_candidates(uuid, public.vector, jsonb, jsonb, text) OWNER TO densemem_searcher;
+'Vector branch as a set: the hits of dm_private.recall_vector_hits (nearest eligible evidence by cosine distance, exact or the team''s partial HNSW index), one row each in branch_rank order. force_path => ''exact'' is the oracle.';
+-- (owned by the schema owner: densemem_searcher owns SECURITY DEFINER
+-- functions only, and a database upgraded from the definer version would
+-- otherwise keep the searcher as this wrapper's owner)
+ALTER FUNCTION dm_private.recall_vector_candidates(uuid, public.vector, jsonb, jsonb, text) OWNER TO densemem_owner;
 REVOKE ALL ON FUNCTION dm_private.recall_vector_candidates(uuid, public.vector, jsonb, jsonb, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION dm_private.recall_vector_candidates(uuid, public.vector, jsonb, jsonb, text)
 TO densemem_app, densemem_analyst, densemem_operator;
@@ -653,7 +688,7 @@ TO densemem_app, densemem_analyst, densemem_operator;
 -- function follows this file's statement after each migrate). The planner
 -- settings the walk needs are SET clauses of the function, so its one plan
 -- is made under them whoever calls first. Owned by densemem_searcher, which
--- alone can execute it (recall_vector_candidates runs as that role).
+-- alone can execute it (recall_vector_hits runs as that role).
 CREATE OR REPLACE FUNCTION dm_private.recall_vector_define_walk(team_id uuid, contract_id integer, dimensions integer,
     index_name name)
 RETURNS name

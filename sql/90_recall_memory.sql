@@ -321,7 +321,8 @@ BEGIN
             IF NOT 'vector' = ANY (degraded) THEN degraded := degraded || 'vector'::text; END IF;
         ELSE
             BEGIN
-                vector_hits := ARRAY(SELECT dm_private.recall_vector_candidates(team, query_embedding, pass_req, settings));
+                -- the array itself (an expression: no statement, no set to pack)
+                vector_hits := dm_private.recall_vector_hits(team, query_embedding, pass_req, settings);
                 IF contract_version IS NULL THEN
                     SELECT c.provider || '/' || c.model || '/' || c.dimensions || '/' || c.normalization || '/v' || c.version
                     INTO contract_version

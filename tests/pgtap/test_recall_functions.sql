@@ -35,14 +35,14 @@ SELECT is(
      WHERE n.nspname = 'dm_private' AND p.prosecdef AND p.proname LIKE 'recall%'
        AND pg_catalog.pg_get_userbyid(p.proowner) = 'densemem_searcher'),
     ARRAY['recall_eligible_documents', 'recall_exact_candidates', 'recall_fulltext_candidates', 'recall_pool_vectors',
-          'recall_rank', 'recall_similarity_matrix', 'recall_vector_access_path', 'recall_vector_candidates'],
+          'recall_rank', 'recall_similarity_matrix', 'recall_vector_access_path', 'recall_vector_hits'],
     'candidate generation runs as the searcher, and only candidate generation');
 SELECT ok(
     (SELECT NOT p.prosecdef FROM pg_catalog.pg_proc AS p WHERE p.oid = 'dm_private.recall_hydrate(uuid, uuid[], jsonb)'::regprocedure),
     'hydration runs as the caller, under row-level security');
 SELECT ok(
     (SELECT 'hnsw.iterative_scan=relaxed_order' = ANY (p.proconfig) FROM pg_catalog.pg_proc AS p
-     WHERE p.oid = 'dm_private.recall_vector_candidates(uuid, public.vector, jsonb, jsonb, text)'::regprocedure),
+     WHERE p.oid = 'dm_private.recall_vector_hits(uuid, public.vector, jsonb, jsonb, text)'::regprocedure),
     'planner settings are attached to the vector function, not SET LOCAL');
 
 -- the ranking profile and the search-index profile

@@ -97,7 +97,7 @@ def test_no_definer_answers_for_a_foreign_team(admin_conn: Conn) -> None:
     names = {d[0].split("(")[0] for d in definers}
     for expected in (
         "dm_private.recall_fulltext_candidates",
-        "dm_private.recall_vector_candidates",
+        "dm_private.recall_vector_hits",
         "dm_private.recall_rank",
         "dm_private.write_recall_telemetry",
         "dm_private.recall_eligible_documents",
