@@ -373,6 +373,16 @@ BEGIN
                    AND r.predicate <> ALL(hints)
                    AND r.status = 'active' AND r.tier IN ('validated_claim', 'fact')
                  )
+                -- The eligibility filter below is written once, above the four
+                -- index ranges (OFFSET 0 keeps the planner from copying it back
+                -- into each branch): its ~20 operator and function references
+                -- are set up (ACL check, lookup, expression steps) once per call
+                -- instead of four times, and the branches lose their own Limit
+                -- nodes. Same edges in the same order as discovery_walk's
+                -- per-branch filters: the Append still runs the branches in
+                -- order and the LIMIT below stops it after fan_out eligible
+                -- edges, and no branch can place more than fan_out of them in
+                -- front of the next one.
                 OFFSET 0
             ) AS y
             WHERE (predicate_allow IS NULL OR y.predicate = ANY(predicate_allow))
