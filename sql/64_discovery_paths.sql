@@ -335,72 +335,63 @@ BEGIN
                w.root_score
         FROM walk_steps AS w
         CROSS JOIN LATERAL (
-            SELECT y.*
+            SELECT y.relationship_id, y.next_entity_id, y.subject_entity_id, y.predicate, y.object_entity_id,
+                   y.object_value, y.polarity, y.owner_profile_id
             FROM (
                 (SELECT r.relationship_id, r.object_entity_id AS next_entity_id,
                         r.subject_entity_id, r.predicate, r.object_entity_id, r.object_value, r.polarity,
-                        r.owner_profile_id
+                        r.owner_profile_id, r.valid_from, r.valid_to, r.known_from, r.known_to
                  FROM dm_private.relationships AS r
                  WHERE r.team_id = team AND r.subject_entity_id = w.to_entity_id
                    AND r.predicate = ANY(hints)
                    AND r.status = 'active' AND r.tier IN ('validated_claim', 'fact')
-                   AND (predicate_allow IS NULL OR r.predicate = ANY(predicate_allow))
-                   AND (valid_at IS NULL OR ((r.valid_from IS NULL OR r.valid_from <= valid_at)
-                                             AND (r.valid_to IS NULL OR valid_at < r.valid_to)))
-                   AND (CASE WHEN known_at IS NULL THEN r.known_to IS NULL OR r.known_to > pg_catalog.now()
-                             ELSE r.known_from <= known_at AND (r.known_to IS NULL OR known_at < r.known_to) END)
-                   AND r.relationship_id <> ALL(known_relationships)
-                   AND r.owner_profile_id <> ALL(inactive_owners)
-                 LIMIT fan_out)
+                 )
                 UNION ALL
                 (SELECT r.relationship_id, r.subject_entity_id AS next_entity_id,
                         r.subject_entity_id, r.predicate, r.object_entity_id, r.object_value, r.polarity,
-                        r.owner_profile_id
+                        r.owner_profile_id, r.valid_from, r.valid_to, r.known_from, r.known_to
                  FROM dm_private.relationships AS r
                  WHERE r.team_id = team AND r.object_entity_id = w.to_entity_id
                    AND r.predicate = ANY(hints)
                    AND r.status = 'active' AND r.tier IN ('validated_claim', 'fact')
-                   AND (predicate_allow IS NULL OR r.predicate = ANY(predicate_allow))
-                   AND (valid_at IS NULL OR ((r.valid_from IS NULL OR r.valid_from <= valid_at)
-                                             AND (r.valid_to IS NULL OR valid_at < r.valid_to)))
-                   AND (CASE WHEN known_at IS NULL THEN r.known_to IS NULL OR r.known_to > pg_catalog.now()
-                             ELSE r.known_from <= known_at AND (r.known_to IS NULL OR known_at < r.known_to) END)
-                   AND r.relationship_id <> ALL(known_relationships)
-                   AND r.owner_profile_id <> ALL(inactive_owners)
-                 LIMIT fan_out)
+                 )
                 UNION ALL
                 (SELECT r.relationship_id, r.object_entity_id AS next_entity_id,
                         r.subject_entity_id, r.predicate, r.object_entity_id, r.object_value, r.polarity,
-                        r.owner_profile_id
+                        r.owner_profile_id, r.valid_from, r.valid_to, r.known_from, r.known_to
                  FROM dm_private.relationships AS r
                  WHERE r.team_id = team AND r.subject_entity_id = w.to_entity_id
                    AND r.predicate <> ALL(hints)
                    AND r.status = 'active' AND r.tier IN ('validated_claim', 'fact')
-                   AND (predicate_allow IS NULL OR r.predicate = ANY(predicate_allow))
-                   AND (valid_at IS NULL OR ((r.valid_from IS NULL OR r.valid_from <= valid_at)
-                                             AND (r.valid_to IS NULL OR valid_at < r.valid_to)))
-                   AND (CASE WHEN known_at IS NULL THEN r.known_to IS NULL OR r.known_to > pg_catalog.now()
-                             ELSE r.known_from <= known_at AND (r.known_to IS NULL OR known_at < r.known_to) END)
-                   AND r.relationship_id <> ALL(known_relationships)
-                   AND r.owner_profile_id <> ALL(inactive_owners)
-                 LIMIT fan_out)
+                 )
                 UNION ALL
                 (SELECT r.relationship_id, r.subject_entity_id AS next_entity_id,
                         r.subject_entity_id, r.predicate, r.object_entity_id, r.object_value, r.polarity,
-                        r.owner_profile_id
+                        r.owner_profile_id, r.valid_from, r.valid_to, r.known_from, r.known_to
                  FROM dm_private.relationships AS r
                  WHERE r.team_id = team AND r.object_entity_id = w.to_entity_id
                    AND r.predicate <> ALL(hints)
                    AND r.status = 'active' AND r.tier IN ('validated_claim', 'fact')
-                   AND (predicate_allow IS NULL OR r.predicate = ANY(predicate_allow))
-                   AND (valid_at IS NULL OR ((r.valid_from IS NULL OR r.valid_from <= valid_at)
-                                             AND (r.valid_to IS NULL OR valid_at < r.valid_to)))
-                   AND (CASE WHEN known_at IS NULL THEN r.known_to IS NULL OR r.known_to > pg_catalog.now()
-                             ELSE r.known_from <= known_at AND (r.known_to IS NULL OR known_at < r.known_to) END)
-                   AND r.relationship_id <> ALL(known_relationships)
-                   AND r.owner_profile_id <> ALL(inactive_owners)
-                 LIMIT fan_out)
+                 )
+                -- The eligibility filter below is written once, above the four
+                -- index ranges (OFFSET 0 keeps the planner from copying it back
+                -- into each branch): its ~20 operator and function references
+                -- are set up (ACL check, lookup, expression steps) once per call
+                -- instead of four times, and the branches lose their own Limit
+                -- nodes. Same edges in the same order as discovery_walk's
+                -- per-branch filters: the Append still runs the branches in
+                -- order and the LIMIT below stops it after fan_out eligible
+                -- edges, and no branch can place more than fan_out of them in
+                -- front of the next one.
+                OFFSET 0
             ) AS y
+            WHERE (predicate_allow IS NULL OR y.predicate = ANY(predicate_allow))
+              AND (valid_at IS NULL OR ((y.valid_from IS NULL OR y.valid_from <= valid_at)
+                                        AND (y.valid_to IS NULL OR valid_at < y.valid_to)))
+              AND (CASE WHEN known_at IS NULL THEN y.known_to IS NULL OR y.known_to > pg_catalog.now()
+                        ELSE y.known_from <= known_at AND (y.known_to IS NULL OR known_at < y.known_to) END)
+              AND y.relationship_id <> ALL(known_relationships)
+              AND y.owner_profile_id <> ALL(inactive_owners)
             -- No sort: the Append runs its branches in order (hinted outgoing,
             -- hinted incoming, outgoing, incoming) and LIMIT stops it as soon as
             -- fan_out edges are found, so later branches of a hub are never read.
