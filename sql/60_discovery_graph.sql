@@ -791,10 +791,16 @@ COMMENT ON FUNCTION dm_private.discovery_eligible_evidence(uuid, uuid [], timest
 
 -- Graph proximity for the composite score: hops from the query's entities to
 -- each candidate evidence's linked entities (endpoints of the eligible
--- relationships it supports). A bidirectional bounded search: a walk of up
--- to max_hops from the seeds meets a one-hop walk from the linked entities,
--- with the default profile's fan-out and edge caps on both sides. Evidence
--- with no linked entity within max_hops is not returned.
+-- relationships it supports). Proximity is the distance within the bounded
+-- seed walk (session 12, the lead's decision): a candidate's hops are the
+-- smallest seed-walk distance (0..max_hops) among its linked entities, where
+-- the seed walk is the walk from the query's entities under the default
+-- profile's depth, fan-out and edge budgets. Evidence with no linked entity
+-- inside that walk is not returned. Until session 11 a one-hop walk out of
+-- the linked entities also met the seed walk in the middle; it was dropped
+-- because it expanded linked entities in UUID order under a 200-edge cap, so
+-- which candidates gained a 2-hop route was arbitrary, and it cost a third
+-- of the call.
 CREATE OR REPLACE FUNCTION dm_private.entity_proximity(
     team_id uuid,
     seed_entity_ids uuid [],
@@ -909,72 +915,20 @@ BEGIN
     ),
     seed_dist AS MATERIALIZED (
         SELECT fs.entity_id, pg_catalog.min(fs.dist) AS dist FROM from_seeds AS fs GROUP BY fs.entity_id
-    ),
-    from_targets AS (
-        -- One hop out of the linked entities, to meet the seed walk in the
-        -- middle: the eligible edges of each linked entity the seed walk has
-        -- not already placed at distance 0 or 1 (no shorter route exists for
-        -- those), outgoing before incoming, at most fan_out per entity and
-        -- max_edges in all, in entity order. A direct LATERAL rather than a
-        -- second discovery_walk: that walk copied every linked entity (often
-        -- hundreds) through its recursive working tables to expand a few.
-        SELECT t.entity_id AS target_id, x.via_id
-        FROM (
-            SELECT DISTINCT le.entity_id
-            FROM (SELECT links.subject_entity_id AS entity_id FROM links
-                  UNION ALL
-                  SELECT links.object_entity_id FROM links WHERE links.object_entity_id IS NOT NULL) AS le
-            LEFT JOIN seed_dist AS sd ON sd.entity_id = le.entity_id
-            WHERE sd.dist IS NULL OR sd.dist >= 2
-            ORDER BY le.entity_id
-        ) AS t
-        CROSS JOIN LATERAL (
-            SELECT y.via_id
-            FROM (
-                (SELECT r.object_entity_id AS via_id
-                 FROM dm_private.relationships AS r
-                 WHERE r.team_id = proximity_team AND r.subject_entity_id = t.entity_id
-                   AND r.status = 'active' AND r.tier IN ('validated_claim', 'fact')
-                   AND (r.known_to IS NULL OR r.known_to > pg_catalog.now())
-                   AND r.owner_profile_id <> ALL(inactive_owners)
-                 LIMIT fan_out)
-                UNION ALL
-                (SELECT r.subject_entity_id AS via_id
-                 FROM dm_private.relationships AS r
-                 WHERE r.team_id = proximity_team AND r.object_entity_id = t.entity_id
-                   AND r.status = 'active' AND r.tier IN ('validated_claim', 'fact')
-                   AND (r.known_to IS NULL OR r.known_to > pg_catalog.now())
-                   AND r.owner_profile_id <> ALL(inactive_owners)
-                 LIMIT fan_out)
-            ) AS y
-            LIMIT fan_out
-        ) AS x
-        WHERE hop_limit >= 1 AND x.via_id IS NOT NULL AND x.via_id <> t.entity_id
-        LIMIT max_edges
-    ),
-    target_dist AS (
-        SELECT t.entity_id, pg_catalog.min(t.dist) AS dist
-        FROM (
-            SELECT sd.entity_id, sd.dist FROM seed_dist AS sd
-            UNION ALL
-            SELECT ft.target_id, sd.dist + 1
-            FROM from_targets AS ft JOIN seed_dist AS sd ON sd.entity_id = ft.via_id
-        ) AS t
-        GROUP BY t.entity_id
     )
     -- Per evidence, the nearest of its links' endpoints (LEAST ignores the
     -- endpoint that is not reached, or a literal object).
     SELECT links.evidence_id, pg_catalog.min(LEAST(ts.dist, tob.dist))::integer
     FROM links
-    LEFT JOIN target_dist AS ts ON ts.entity_id = links.subject_entity_id
-    LEFT JOIN target_dist AS tob ON tob.entity_id = links.object_entity_id
+    LEFT JOIN seed_dist AS ts ON ts.entity_id = links.subject_entity_id
+    LEFT JOIN seed_dist AS tob ON tob.entity_id = links.object_entity_id
     GROUP BY links.evidence_id
     HAVING pg_catalog.min(LEAST(ts.dist, tob.dist)) <= hop_limit
     ORDER BY links.evidence_id;
 END
 $$;
 COMMENT ON FUNCTION dm_private.entity_proximity(uuid, uuid [], uuid [], integer) IS
-'Graph hops (0 to max_hops, at most 2) from the query entities to each candidate evidence''s linked entities, through eligible relationships; feeds the recall core''s proximity signal. Bounded by the default profile''s fan-out and edge caps.';
+'Graph hops (0 to max_hops, at most 2) from the query entities to each candidate evidence''s linked entities: the smallest distance of a linked entity within the seed walk (eligible relationships, the default profile''s depth, fan-out and edge caps); evidence with no linked entity in that walk is omitted. Feeds the recall core''s proximity signal.';
 
 -- Predicate cardinality (migration 0031): the single-valued predicates of a
 -- team, its own rows overriding the defaults; any other predicate is
