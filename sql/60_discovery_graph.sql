@@ -832,31 +832,7 @@ BEGIN
                              WHERE p.team_id = proximity_team AND p.state <> 'active');
 
     RETURN QUERY
-    WITH RECURSIVE links AS MATERIALIZED (
-        -- The links of each candidate evidence to eligible relationships:
-        -- the first fan_out of them by relationship_id per evidence (LATERAL
-        -- ... LIMIT on one range of the (team, evidence, relationship) key
-        -- of evidence_entity_links, migration 0038, which carries the
-        -- endpoints, owner and recorded end), so evidence supporting
-        -- thousands of relationships is read no further than any other, and
-        -- the cut is deterministic. One row per link with both endpoints
-        -- (subject, and object or NULL for a literal): not unnested into
-        -- (evidence, entity) pairs, which doubled the rows every later step
-        -- reads and built and unnested a two-element array per link.
-        SELECT l.evidence_id, l.subject_entity_id, l.object_entity_id
-        FROM (SELECT DISTINCT u.evidence_id
-              FROM pg_catalog.unnest(entity_proximity.evidence_ids) AS u (evidence_id)) AS e
-        CROSS JOIN LATERAL (
-            SELECT k.evidence_id, k.subject_entity_id, k.object_entity_id
-            FROM dm_private.evidence_entity_links AS k
-            WHERE k.team_id = proximity_team
-              AND k.evidence_id = e.evidence_id
-              AND (k.known_to IS NULL OR k.known_to > pg_catalog.now())
-              AND k.owner_profile_id <> ALL(inactive_owners)
-            ORDER BY k.relationship_id
-            LIMIT fan_out
-        ) AS l
-    ),
+    WITH RECURSIVE
     -- The walk from the seeds: dm_private.discovery_walk with no predicate
     -- hints, filter, exclusions, request time or deadline, carrying only the
     -- depth and the entity reached (no function call, no 15-column
@@ -916,15 +892,51 @@ BEGIN
     seed_dist AS MATERIALIZED (
         SELECT fs.entity_id, pg_catalog.min(fs.dist) AS dist FROM from_seeds AS fs GROUP BY fs.entity_id
     )
-    -- Per evidence, the nearest of its links' endpoints (LEAST ignores the
-    -- endpoint that is not reached, or a literal object).
-    SELECT links.evidence_id, pg_catalog.min(LEAST(ts.dist, tob.dist))::integer
-    FROM links
-    LEFT JOIN seed_dist AS ts ON ts.entity_id = links.subject_entity_id
-    LEFT JOIN seed_dist AS tob ON tob.entity_id = links.object_entity_id
-    GROUP BY links.evidence_id
-    HAVING pg_catalog.min(LEAST(ts.dist, tob.dist)) <= hop_limit
-    ORDER BY links.evidence_id;
+    ,
+    endpoints AS (
+        -- The linked entities of each candidate: the endpoints of the first
+        -- fan_out of its eligible links by relationship_id (so evidence
+        -- supporting thousands of relationships is read no further than
+        -- any other, and the cut is deterministic). One hash probe of
+        -- evidence_link_endpoints (migration 0073) per candidate: when all
+        -- its links are within fan_out, none has a recorded end at or
+        -- before now and no owner is inactive, its stored distinct
+        -- endpoints are exactly that set, with no row per link. Otherwise
+        -- (rare) the links are read as before, one range of the key of
+        -- evidence_entity_links (0038). unnest in the select list
+        -- (ProjectSet) streams the endpoints; in FROM it would fill a
+        -- tuplestore per candidate.
+        SELECT s.evidence_id,
+               pg_catalog.unnest(CASE
+                   WHEN s.link_count <= fan_out
+                        AND (s.earliest_known_to IS NULL OR s.earliest_known_to > pg_catalog.now())
+                        AND NOT (s.owner_ids OPERATOR(pg_catalog.&&) inactive_owners)
+                       THEN s.entity_ids
+                   ELSE ARRAY(
+                       SELECT y.entity_id
+                       FROM (SELECT k.subject_entity_id, k.object_entity_id
+                             FROM dm_private.evidence_entity_links AS k
+                             WHERE k.team_id = proximity_team
+                               AND k.evidence_id = s.evidence_id
+                               AND (k.known_to IS NULL OR k.known_to > pg_catalog.now())
+                               AND k.owner_profile_id <> ALL(inactive_owners)
+                             ORDER BY k.relationship_id
+                             LIMIT fan_out) AS l
+                       CROSS JOIN LATERAL (VALUES (l.subject_entity_id), (l.object_entity_id)) AS y (entity_id)
+                       WHERE y.entity_id IS NOT NULL)
+               END) AS entity_id
+        FROM (SELECT DISTINCT u.evidence_id
+              FROM pg_catalog.unnest(entity_proximity.evidence_ids) AS u (evidence_id)) AS c
+        JOIN dm_private.evidence_link_endpoints AS s
+          ON s.team_id = proximity_team AND s.evidence_id = c.evidence_id
+    )
+    -- Per evidence, the nearest of its linked entities inside the seed walk
+    -- (seed_dist holds only distances 0..hop_limit).
+    SELECT ep.evidence_id, pg_catalog.min(sd.dist)::integer
+    FROM endpoints AS ep
+    JOIN seed_dist AS sd ON sd.entity_id = ep.entity_id
+    GROUP BY ep.evidence_id
+    ORDER BY ep.evidence_id;
 END
 $$;
 COMMENT ON FUNCTION dm_private.entity_proximity(uuid, uuid [], uuid [], integer) IS
