@@ -7,7 +7,9 @@ direct bulk insert in replica mode, a delete) it must hold exactly the
 accepted links whose relationship is active and validated_claim or fact, with
 that relationship's endpoints, owner and recorded end: the oracle below
 recomputes that from the authoritative tables. The service role sees only its
-own team's links.
+own team's links. evidence_link_endpoints (migration 0073, proximity's
+per-evidence read) must stay the summary of those links after the same
+writes, and after direct writes to the links themselves.
 """
 
 from __future__ import annotations
@@ -48,10 +50,38 @@ def _team(
     return team_id, ids
 
 
+ENDPOINTS = """
+SELECT team_id, evidence_id, entity_ids, link_count, owner_ids, earliest_known_to
+FROM dm_private.evidence_link_endpoints ORDER BY 1, 2
+"""
+
+
+def _check_endpoints(conn: psycopg.Connection[Any]) -> None:
+    """evidence_link_endpoints (0073) is the per-evidence summary of evidence_entity_links: sorted
+    distinct endpoints, link count, sorted distinct owners, earliest recorded end; an evidence row
+    whose links are all gone keeps an empty row."""
+    expected: dict[tuple[Any, Any], tuple[list[Any], int, list[Any], Any]] = {}
+    grouped: dict[tuple[Any, Any], list[tuple[Any, ...]]] = {}
+    for row in conn.execute(TABLE).fetchall():
+        grouped.setdefault((row[0], row[1]), []).append(row)
+    for key, links in grouped.items():
+        ends = [link[6] for link in links if link[6] is not None]
+        expected[key] = (
+            sorted({link[3] for link in links} | {link[4] for link in links if link[4] is not None}),
+            len(links),
+            sorted({link[5] for link in links}),
+            min(ends) if ends else None,
+        )
+    stored = {(r[0], r[1]): (list(r[2]), r[3], list(r[4]), r[5]) for r in conn.execute(ENDPOINTS).fetchall()}
+    assert {k: v for k, v in stored.items() if v[1] > 0} == expected
+    assert all(v == ([], 0, [], None) for v in stored.values() if v[1] == 0)
+
+
 def _check(conn: psycopg.Connection[Any], expected_count: int) -> None:
     oracle = conn.execute(ORACLE).fetchall()
     assert conn.execute(TABLE).fetchall() == oracle
     assert len(oracle) == expected_count
+    _check_endpoints(conn)
 
 
 def test_links_follow_every_write(admin_conn: psycopg.Connection[Any]) -> None:
@@ -144,6 +174,8 @@ def test_links_follow_every_write(admin_conn: psycopg.Connection[Any]) -> None:
             "SELECT count(*) AS n FROM dm_private.evidence_entity_links WHERE relationship_id = %s", (ro,)
         ).fetchone()
         assert hidden is not None and hidden["n"] == 0
+        seen_endpoints = cur.execute("SELECT DISTINCT team_id FROM dm_private.evidence_link_endpoints").fetchall()
+        assert [row["team_id"] for row in seen_endpoints] == [team]
 
     # Lifecycle: retract r2 (its link leaves), supersede r1 by a new relationship.
     with as_(who["alice"]) as cur:
@@ -212,3 +244,21 @@ def test_links_follow_every_write(admin_conn: psycopg.Connection[Any]) -> None:
         _check(admin_conn, 2)
     finally:
         admin_conn.execute("SET session_replication_role = origin")
+
+    # Direct writes to the links themselves (an owner's repair, a truncate)
+    # reach the per-evidence endpoints too.
+    admin_conn.execute(
+        "UPDATE dm_private.evidence_entity_links SET known_to = now() - interval '1 hour' "
+        "WHERE relationship_id = %s",
+        (r4,),
+    )
+    _check_endpoints(admin_conn)
+    stored = admin_conn.execute(
+        "SELECT earliest_known_to IS NOT NULL FROM dm_private.evidence_link_endpoints WHERE evidence_id = %s",
+        (e2,),
+    ).fetchone()
+    assert stored == (True,)
+    admin_conn.execute("DELETE FROM dm_private.evidence_entity_links WHERE relationship_id = %s", (r4,))
+    _check_endpoints(admin_conn)
+    admin_conn.execute("TRUNCATE dm_private.evidence_entity_links")
+    assert admin_conn.execute("SELECT count(*) FROM dm_private.evidence_link_endpoints").fetchone() == (0,)
