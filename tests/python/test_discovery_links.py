@@ -174,7 +174,9 @@ def test_links_follow_every_write(admin_conn: psycopg.Connection[Any]) -> None:
             "SELECT count(*) AS n FROM dm_private.evidence_entity_links WHERE relationship_id = %s", (ro,)
         ).fetchone()
         assert hidden is not None and hidden["n"] == 0
-        seen_endpoints = cur.execute("SELECT DISTINCT team_id FROM dm_private.evidence_link_endpoints").fetchall()
+        seen_endpoints = cur.execute(
+            "SELECT DISTINCT team_id FROM dm_private.evidence_link_endpoints"
+        ).fetchall()
         assert [row["team_id"] for row in seen_endpoints] == [team]
 
     # Lifecycle: retract r2 (its link leaves), supersede r1 by a new relationship.
