@@ -889,7 +889,10 @@ BEGIN
               LIMIT GREATEST(max_edges, 0)) AS w
         WHERE w.to_entity_id IS NOT NULL
     ),
-    seed_dist AS MATERIALIZED (
+    -- Read once (the final join), so not materialized: the hash join is
+    -- built straight from the aggregate, without a copy into a CTE store
+    -- (-0.19 M instructions per call, session 12).
+    seed_dist AS (
         SELECT fs.entity_id, pg_catalog.min(fs.dist) AS dist FROM from_seeds AS fs GROUP BY fs.entity_id
     )
     ,
