@@ -419,19 +419,24 @@ LANGUAGE plpgsql
 SET search_path = ''
 AS $$
 DECLARE
+    fresh_teams uuid [];
+    fresh_evidence uuid [];
     held_teams uuid [];
     held_evidence uuid [];
 BEGIN
-    WITH touched AS (
-        SELECT DISTINCT k.team_id, k.evidence_id
-        FROM ROWS FROM (pg_catalog.unnest(team_ids), pg_catalog.unnest(evidence_ids)) AS k (team_id, evidence_id)
-    ),
-    inserted AS (
+    -- Evidence with no row yet (a bulk load: all of it) is counted once and
+    -- inserted; evidence with a row is only locked and recounted below.
+    SELECT pg_catalog.array_agg(t.team_id), pg_catalog.array_agg(t.evidence_id)
+    INTO fresh_teams, fresh_evidence
+    FROM (SELECT DISTINCT k.team_id, k.evidence_id
+          FROM ROWS FROM (pg_catalog.unnest(team_ids), pg_catalog.unnest(evidence_ids)) AS k (team_id, evidence_id)) AS t
+    WHERE NOT EXISTS (SELECT 1 FROM dm_private.evidence_link_endpoints AS s
+                      WHERE s.team_id = t.team_id AND s.evidence_id = t.evidence_id);
+    WITH inserted AS (
         INSERT INTO dm_private.evidence_link_endpoints AS s (team_id, evidence_id, entity_ids, link_count,
                                                             owner_ids, earliest_known_to)
-        SELECT t.team_id, t.evidence_id, c.entity_ids, c.link_count, c.owner_ids, c.earliest_known_to
-        FROM touched AS t
-        CROSS JOIN LATERAL dm_private.evidence_link_endpoints_count(t.team_id, t.evidence_id) AS c
+        SELECT c.team_id, c.evidence_id, c.entity_ids, c.link_count, c.owner_ids, c.earliest_known_to
+        FROM dm_private.evidence_link_endpoints_count(fresh_teams, fresh_evidence) AS c
         WHERE c.link_count > 0
         ON CONFLICT ON CONSTRAINT evidence_link_endpoints_pkey DO NOTHING
         RETURNING s.team_id, s.evidence_id
@@ -439,7 +444,8 @@ BEGIN
     SELECT pg_catalog.array_agg(t.team_id ORDER BY t.team_id, t.evidence_id),
            pg_catalog.array_agg(t.evidence_id ORDER BY t.team_id, t.evidence_id)
     INTO held_teams, held_evidence
-    FROM touched AS t
+    FROM (SELECT DISTINCT k.team_id, k.evidence_id
+          FROM ROWS FROM (pg_catalog.unnest(team_ids), pg_catalog.unnest(evidence_ids)) AS k (team_id, evidence_id)) AS t
     WHERE NOT EXISTS (SELECT 1 FROM inserted AS i WHERE i.team_id = t.team_id AND i.evidence_id = t.evidence_id);
     IF held_teams IS NULL THEN
         RETURN;
@@ -453,33 +459,40 @@ BEGIN
     UPDATE dm_private.evidence_link_endpoints AS s
     SET entity_ids = c.entity_ids, link_count = c.link_count, owner_ids = c.owner_ids,
         earliest_known_to = c.earliest_known_to
-    FROM ROWS FROM (pg_catalog.unnest(held_teams), pg_catalog.unnest(held_evidence)) AS k (team_id, evidence_id)
-    CROSS JOIN LATERAL dm_private.evidence_link_endpoints_count(k.team_id, k.evidence_id) AS c
-    WHERE s.team_id = k.team_id AND s.evidence_id = k.evidence_id;
+    FROM dm_private.evidence_link_endpoints_count(held_teams, held_evidence) AS c
+    WHERE s.team_id = c.team_id AND s.evidence_id = c.evidence_id;
 END
 $$;
 COMMENT ON FUNCTION dm_private.evidence_link_endpoints_refresh(uuid [], uuid []) IS
-'Recounts the evidence_link_endpoints rows of the given (team, evidence) pairs from evidence_entity_links: new rows inserted, existing rows locked (a concurrent writer of the same evidence commits first) and recounted.';
+'Recounts the evidence_link_endpoints rows of the given (team, evidence) pairs from evidence_entity_links: evidence without a row counted and inserted, existing rows locked (a concurrent writer of the same evidence commits first) and recounted.';
 
--- One evidence row's summary, as evidence_link_endpoints stores it: its
--- distinct endpoints (subjects and entity objects, sorted), link count,
--- distinct owners and earliest recorded end.
-CREATE OR REPLACE FUNCTION dm_private.evidence_link_endpoints_count(count_team_id uuid, count_evidence_id uuid)
-RETURNS TABLE (entity_ids uuid [], link_count integer, owner_ids uuid [], earliest_known_to timestamptz)
+-- The evidence_link_endpoints rows of the given (team, evidence) pairs, as
+-- counted from evidence_entity_links now: sorted distinct endpoints
+-- (subjects and entity objects), link count, sorted distinct owners and
+-- earliest recorded end; a pair with no link gives a count of 0 and empty
+-- arrays. Set-based: one call per trigger statement, however many rows.
+CREATE OR REPLACE FUNCTION dm_private.evidence_link_endpoints_count(team_ids uuid [], evidence_ids uuid [])
+RETURNS TABLE (team_id uuid, evidence_id uuid, entity_ids uuid [], link_count integer, owner_ids uuid [],
+               earliest_known_to timestamptz)
 LANGUAGE sql
 STABLE
 SET search_path = ''
 AS $$
-    SELECT COALESCE(pg_catalog.array_agg(DISTINCT e.entity_id) FILTER (WHERE e.entity_id IS NOT NULL), '{}'),
+    SELECT k.team_id, k.evidence_id,
+           COALESCE(pg_catalog.array_agg(DISTINCT e.entity_id) FILTER (WHERE e.entity_id IS NOT NULL), '{}'),
            pg_catalog.count(DISTINCT l.relationship_id)::integer,
-           COALESCE(pg_catalog.array_agg(DISTINCT l.owner_profile_id), '{}'),
+           COALESCE(pg_catalog.array_agg(DISTINCT l.owner_profile_id) FILTER (WHERE l.owner_profile_id IS NOT NULL),
+                    '{}'),
            pg_catalog.min(l.known_to)
-    FROM dm_private.evidence_entity_links AS l
-    CROSS JOIN LATERAL (VALUES (l.subject_entity_id), (l.object_entity_id)) AS e (entity_id)
-    WHERE l.team_id = count_team_id AND l.evidence_id = count_evidence_id
+    FROM (SELECT DISTINCT u.team_id, u.evidence_id
+          FROM ROWS FROM (pg_catalog.unnest(team_ids), pg_catalog.unnest(evidence_ids)) AS u (team_id, evidence_id)) AS k
+    LEFT JOIN dm_private.evidence_entity_links AS l
+      ON l.team_id = k.team_id AND l.evidence_id = k.evidence_id
+    LEFT JOIN LATERAL (VALUES (l.subject_entity_id), (l.object_entity_id)) AS e (entity_id) ON true
+    GROUP BY k.team_id, k.evidence_id
 $$;
-COMMENT ON FUNCTION dm_private.evidence_link_endpoints_count(uuid, uuid) IS
-'The evidence_link_endpoints row of one evidence, counted from evidence_entity_links: sorted distinct endpoints, link count, sorted distinct owners, earliest recorded end.';
+COMMENT ON FUNCTION dm_private.evidence_link_endpoints_count(uuid [], uuid []) IS
+'The evidence_link_endpoints rows of the given (team, evidence) pairs, counted from evidence_entity_links: sorted distinct endpoints, link count, sorted distinct owners, earliest recorded end (count 0 and empty arrays without links).';
 
 -- After INSERT, UPDATE or DELETE on evidence_entity_links (statement): the
 -- evidence rows whose links changed are recounted.
@@ -525,9 +538,9 @@ COMMENT ON FUNCTION dm_private.link_endpoints_links_truncated() IS
 'Trigger (statement, after TRUNCATE on evidence_entity_links): empties evidence_link_endpoints.';
 
 REVOKE ALL ON FUNCTION dm_private.evidence_link_endpoints_refresh(uuid [], uuid []) FROM PUBLIC;
-REVOKE ALL ON FUNCTION dm_private.evidence_link_endpoints_count(uuid, uuid) FROM PUBLIC;
+REVOKE ALL ON FUNCTION dm_private.evidence_link_endpoints_count(uuid [], uuid []) FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm_private.link_endpoints_links_changed() FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm_private.link_endpoints_links_truncated() FROM PUBLIC;
 -- The write path (invoker, as densemem_app) reaches them through the triggers.
 GRANT EXECUTE ON FUNCTION dm_private.evidence_link_endpoints_refresh(uuid [], uuid []) TO densemem_app;
-GRANT EXECUTE ON FUNCTION dm_private.evidence_link_endpoints_count(uuid, uuid) TO densemem_app;
+GRANT EXECUTE ON FUNCTION dm_private.evidence_link_endpoints_count(uuid [], uuid []) TO densemem_app;
