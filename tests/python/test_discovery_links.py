@@ -14,6 +14,7 @@ writes, and after direct writes to the links themselves.
 
 from __future__ import annotations
 
+import threading
 import uuid
 from typing import Any
 
@@ -264,3 +265,68 @@ def test_links_follow_every_write(admin_conn: psycopg.Connection[Any]) -> None:
     _check_endpoints(admin_conn)
     admin_conn.execute("TRUNCATE dm_private.evidence_entity_links")
     assert admin_conn.execute("SELECT count(*) FROM dm_private.evidence_link_endpoints").fetchone() == (0,)
+
+
+def test_endpoints_of_one_evidence_written_at_once(db_url: str, admin_conn: psycopg.Connection[Any]) -> None:
+    """Two transactions link the same evidence at the same time, first while it has no row yet,
+    then while it has one: the second writer waits for the first and then counts both links. A
+    count taken from its own snapshot (or in the statement that waited) would miss the first
+    writer's link."""
+    team, who = _team(admin_conn, "endpoints race team", ["alice", "carol"])
+    names = ["Ann", "Bob", "Cid", "Dan", "Eve"]
+    with acting_as(admin_conn, Principal(team, who["alice"])) as cur:
+        shared, support = write.ingest_evidence(
+            cur,
+            team_id=team,
+            items=[
+                {"text": "Ann met Bob, Cid, Dan and Eve.", "source": {"external_id": "s", "kind": "chat"}},
+                {"text": "Ann knows them all.", "source": {"external_id": "t", "kind": "chat"}},
+            ],
+        )
+        entities = write.upsert_entities(cur, team_id=team, items=[{"name": n} for n in names])
+        rels = [
+            write.assert_relationship(
+                cur,
+                team_id=team,
+                relationship={
+                    "subject_entity_id": entities[0],
+                    "predicate": "knows",
+                    "object_entity_id": other,
+                    "evidence_ids": [support],
+                },
+            )
+            for other in entities[1:]
+        ]
+    with acting_as(admin_conn, Principal(team, who["carol"])) as cur:
+        for rel in rels:
+            write.record_verification(cur, team_id=team, relationship_id=rel, decision="fact")
+
+    link = (
+        "INSERT INTO dm_private.relationship_evidence (team_id, relationship_id, evidence_id) "
+        "VALUES (%s, %s, %s)"
+    )
+    for first_rel, second_rel, expected in ((rels[0], rels[1], 2), (rels[2], rels[3], 4)):
+        with psycopg.connect(db_url) as first, psycopg.connect(db_url) as second:
+            first.execute(link, (team, first_rel, shared))
+            done = threading.Event()
+
+            def link_second(
+                rel: Any = second_rel, conn: psycopg.Connection[Any] = second, done: threading.Event = done
+            ) -> None:
+                conn.execute(link, (team, rel, shared))
+                conn.commit()
+                done.set()
+
+            writer = threading.Thread(target=link_second)
+            writer.start()
+            assert not done.wait(1.0), "the second writer waits for the first one"
+            first.commit()
+            writer.join(30)
+            assert done.is_set()
+        row = admin_conn.execute(
+            "SELECT entity_ids, link_count FROM dm_private.evidence_link_endpoints WHERE evidence_id = %s",
+            (shared,),
+        ).fetchone()
+        assert row is not None and row[1] == expected
+    assert row is not None and sorted(row[0]) == sorted(entities)
+    _check_endpoints(admin_conn)
