@@ -387,3 +387,160 @@ REVOKE ALL ON FUNCTION dm_private.evidence_links_updated() FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm_private.evidence_links_deleted() FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm_private.relationship_links_updated() FROM PUBLIC;
 REVOKE ALL ON FUNCTION dm_private.evidence_links_truncated() FROM PUBLIC;
+
+-- Evidence -> the endpoints of its eligible links, one row per evidence
+-- (migration 0073): recall's proximity (dm_private.entity_proximity) reads
+-- one row per candidate (a hash probe by evidence_id) instead of a range of
+-- evidence_entity_links per candidate and a row per link (about a third of
+-- a proximity call, session 12). The row carries what the read needs to
+-- know the distinct endpoints are exactly its answer: the link count (at
+-- most the profile's fan-out: every link is inside the per-evidence cap),
+-- the earliest recorded end (none, or later than now: every link is
+-- current) and the owners (none inactive). Any other evidence is read from
+-- evidence_entity_links as before. Derived from evidence_entity_links, by
+-- statement triggers on that table, so every write that changes a link
+-- (relationship_evidence, relationships, erasure, replica-mode loads, the
+-- links' own truncate) changes the row in the same transaction.
+--
+-- Concurrency: a row is a count over many links, so two transactions
+-- changing links of the same evidence must not both write a count from
+-- their own snapshot. Evidence seen for the first time is inserted with
+-- ON CONFLICT DO NOTHING (a concurrent first insert makes this one wait,
+-- then fall to the second path). Rows that exist are locked in key order,
+-- which waits for any other writer of the same evidence to commit; the
+-- following statement takes a new snapshot (READ COMMITTED) that sees that
+-- writer's links, and recounts. Under REPEATABLE READ the lock raises a
+-- serialization failure instead. A row whose links are all gone stays, with
+-- a count of 0 and empty arrays, so that a waiting writer always finds the
+-- row it locks (rows go only with TRUNCATE).
+CREATE OR REPLACE FUNCTION dm_private.evidence_link_endpoints_refresh(team_ids uuid [], evidence_ids uuid [])
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = ''
+AS $$
+DECLARE
+    fresh_teams uuid [];
+    fresh_evidence uuid [];
+    held_teams uuid [];
+    held_evidence uuid [];
+BEGIN
+    -- Evidence with no row yet (a bulk load: all of it) is counted once and
+    -- inserted; evidence with a row is only locked and recounted below.
+    SELECT pg_catalog.array_agg(t.team_id), pg_catalog.array_agg(t.evidence_id)
+    INTO fresh_teams, fresh_evidence
+    FROM (SELECT DISTINCT k.team_id, k.evidence_id
+          FROM ROWS FROM (pg_catalog.unnest(team_ids), pg_catalog.unnest(evidence_ids)) AS k (team_id, evidence_id)) AS t
+    WHERE NOT EXISTS (SELECT 1 FROM dm_private.evidence_link_endpoints AS s
+                      WHERE s.team_id = t.team_id AND s.evidence_id = t.evidence_id);
+    WITH inserted AS (
+        INSERT INTO dm_private.evidence_link_endpoints AS s (team_id, evidence_id, entity_ids, link_count,
+                                                            owner_ids, earliest_known_to)
+        SELECT c.team_id, c.evidence_id, c.entity_ids, c.link_count, c.owner_ids, c.earliest_known_to
+        FROM dm_private.evidence_link_endpoints_count(fresh_teams, fresh_evidence) AS c
+        WHERE c.link_count > 0
+        ON CONFLICT ON CONSTRAINT evidence_link_endpoints_pkey DO NOTHING
+        RETURNING s.team_id, s.evidence_id
+    )
+    SELECT pg_catalog.array_agg(t.team_id ORDER BY t.team_id, t.evidence_id),
+           pg_catalog.array_agg(t.evidence_id ORDER BY t.team_id, t.evidence_id)
+    INTO held_teams, held_evidence
+    FROM (SELECT DISTINCT k.team_id, k.evidence_id
+          FROM ROWS FROM (pg_catalog.unnest(team_ids), pg_catalog.unnest(evidence_ids)) AS k (team_id, evidence_id)) AS t
+    WHERE NOT EXISTS (SELECT 1 FROM inserted AS i WHERE i.team_id = t.team_id AND i.evidence_id = t.evidence_id);
+    IF held_teams IS NULL THEN
+        RETURN;
+    END IF;
+    PERFORM 1
+    FROM dm_private.evidence_link_endpoints AS s
+    JOIN ROWS FROM (pg_catalog.unnest(held_teams), pg_catalog.unnest(held_evidence)) AS k (team_id, evidence_id)
+      ON s.team_id = k.team_id AND s.evidence_id = k.evidence_id
+    ORDER BY s.team_id, s.evidence_id
+    FOR UPDATE OF s;
+    UPDATE dm_private.evidence_link_endpoints AS s
+    SET entity_ids = c.entity_ids, link_count = c.link_count, owner_ids = c.owner_ids,
+        earliest_known_to = c.earliest_known_to
+    FROM dm_private.evidence_link_endpoints_count(held_teams, held_evidence) AS c
+    WHERE s.team_id = c.team_id AND s.evidence_id = c.evidence_id;
+END
+$$;
+COMMENT ON FUNCTION dm_private.evidence_link_endpoints_refresh(uuid [], uuid []) IS
+'Recounts the evidence_link_endpoints rows of the given (team, evidence) pairs from evidence_entity_links: evidence without a row counted and inserted, existing rows locked (a concurrent writer of the same evidence commits first) and recounted.';
+
+-- The evidence_link_endpoints rows of the given (team, evidence) pairs, as
+-- counted from evidence_entity_links now: sorted distinct endpoints
+-- (subjects and entity objects), link count, sorted distinct owners and
+-- earliest recorded end; a pair with no link gives a count of 0 and empty
+-- arrays. Set-based: one call per trigger statement, however many rows.
+CREATE OR REPLACE FUNCTION dm_private.evidence_link_endpoints_count(team_ids uuid [], evidence_ids uuid [])
+RETURNS TABLE (team_id uuid, evidence_id uuid, entity_ids uuid [], link_count integer, owner_ids uuid [],
+               earliest_known_to timestamptz)
+LANGUAGE sql
+STABLE
+SET search_path = ''
+AS $$
+    SELECT k.team_id, k.evidence_id,
+           COALESCE(pg_catalog.array_agg(DISTINCT e.entity_id) FILTER (WHERE e.entity_id IS NOT NULL), '{}'),
+           pg_catalog.count(DISTINCT l.relationship_id)::integer,
+           COALESCE(pg_catalog.array_agg(DISTINCT l.owner_profile_id) FILTER (WHERE l.owner_profile_id IS NOT NULL),
+                    '{}'),
+           pg_catalog.min(l.known_to)
+    FROM (SELECT DISTINCT u.team_id, u.evidence_id
+          FROM ROWS FROM (pg_catalog.unnest(team_ids), pg_catalog.unnest(evidence_ids)) AS u (team_id, evidence_id)) AS k
+    LEFT JOIN dm_private.evidence_entity_links AS l
+      ON l.team_id = k.team_id AND l.evidence_id = k.evidence_id
+    LEFT JOIN LATERAL (VALUES (l.subject_entity_id), (l.object_entity_id)) AS e (entity_id) ON true
+    GROUP BY k.team_id, k.evidence_id
+$$;
+COMMENT ON FUNCTION dm_private.evidence_link_endpoints_count(uuid [], uuid []) IS
+'The evidence_link_endpoints rows of the given (team, evidence) pairs, counted from evidence_entity_links: sorted distinct endpoints, link count, sorted distinct owners, earliest recorded end (count 0 and empty arrays without links).';
+
+-- After INSERT, UPDATE or DELETE on evidence_entity_links (statement): the
+-- evidence rows whose links changed are recounted.
+CREATE OR REPLACE FUNCTION dm_private.link_endpoints_links_changed()
+RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = ''
+AS $$
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        PERFORM dm_private.evidence_link_endpoints_refresh(pg_catalog.array_agg(n.team_id),
+                                                           pg_catalog.array_agg(n.evidence_id))
+        FROM new_rows AS n;
+    ELSIF TG_OP = 'DELETE' THEN
+        PERFORM dm_private.evidence_link_endpoints_refresh(pg_catalog.array_agg(o.team_id),
+                                                           pg_catalog.array_agg(o.evidence_id))
+        FROM old_rows AS o;
+    ELSE
+        PERFORM dm_private.evidence_link_endpoints_refresh(pg_catalog.array_agg(x.team_id),
+                                                           pg_catalog.array_agg(x.evidence_id))
+        FROM (SELECT n.team_id, n.evidence_id FROM new_rows AS n
+              UNION
+              SELECT o.team_id, o.evidence_id FROM old_rows AS o) AS x;
+    END IF;
+    RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION dm_private.link_endpoints_links_changed() IS
+'Trigger (statement, after INSERT, UPDATE or DELETE on evidence_entity_links): recounts the evidence_link_endpoints rows of the evidence whose links changed.';
+
+-- TRUNCATE has no transition table: the summaries go with the links.
+CREATE OR REPLACE FUNCTION dm_private.link_endpoints_links_truncated()
+RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = ''
+AS $$
+BEGIN
+    TRUNCATE dm_private.evidence_link_endpoints;
+    RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION dm_private.link_endpoints_links_truncated() IS
+'Trigger (statement, after TRUNCATE on evidence_entity_links): empties evidence_link_endpoints.';
+
+REVOKE ALL ON FUNCTION dm_private.evidence_link_endpoints_refresh(uuid [], uuid []) FROM PUBLIC;
+REVOKE ALL ON FUNCTION dm_private.evidence_link_endpoints_count(uuid [], uuid []) FROM PUBLIC;
+REVOKE ALL ON FUNCTION dm_private.link_endpoints_links_changed() FROM PUBLIC;
+REVOKE ALL ON FUNCTION dm_private.link_endpoints_links_truncated() FROM PUBLIC;
+-- The write path (invoker, as densemem_app) reaches them through the triggers.
+GRANT EXECUTE ON FUNCTION dm_private.evidence_link_endpoints_refresh(uuid [], uuid []) TO densemem_app;
+GRANT EXECUTE ON FUNCTION dm_private.evidence_link_endpoints_count(uuid [], uuid []) TO densemem_app;

@@ -791,10 +791,16 @@ COMMENT ON FUNCTION dm_private.discovery_eligible_evidence(uuid, uuid [], timest
 
 -- Graph proximity for the composite score: hops from the query's entities to
 -- each candidate evidence's linked entities (endpoints of the eligible
--- relationships it supports). A bidirectional bounded search: a walk of up
--- to max_hops from the seeds meets a one-hop walk from the linked entities,
--- with the default profile's fan-out and edge caps on both sides. Evidence
--- with no linked entity within max_hops is not returned.
+-- relationships it supports). Proximity is the distance within the bounded
+-- seed walk (session 12, the lead's decision): a candidate's hops are the
+-- smallest seed-walk distance (0..max_hops) among its linked entities, where
+-- the seed walk is the walk from the query's entities under the default
+-- profile's depth, fan-out and edge budgets. Evidence with no linked entity
+-- inside that walk is not returned. Until session 11 a one-hop walk out of
+-- the linked entities also met the seed walk in the middle; it was dropped
+-- because it expanded linked entities in UUID order under a 200-edge cap, so
+-- which candidates gained a 2-hop route was arbitrary, and it cost a third
+-- of the call.
 CREATE OR REPLACE FUNCTION dm_private.entity_proximity(
     team_id uuid,
     seed_entity_ids uuid [],
@@ -826,31 +832,7 @@ BEGIN
                              WHERE p.team_id = proximity_team AND p.state <> 'active');
 
     RETURN QUERY
-    WITH RECURSIVE links AS MATERIALIZED (
-        -- The links of each candidate evidence to eligible relationships:
-        -- the first fan_out of them by relationship_id per evidence (LATERAL
-        -- ... LIMIT on one range of the (team, evidence, relationship) key
-        -- of evidence_entity_links, migration 0038, which carries the
-        -- endpoints, owner and recorded end), so evidence supporting
-        -- thousands of relationships is read no further than any other, and
-        -- the cut is deterministic. One row per link with both endpoints
-        -- (subject, and object or NULL for a literal): not unnested into
-        -- (evidence, entity) pairs, which doubled the rows every later step
-        -- reads and built and unnested a two-element array per link.
-        SELECT l.evidence_id, l.subject_entity_id, l.object_entity_id
-        FROM (SELECT DISTINCT u.evidence_id
-              FROM pg_catalog.unnest(entity_proximity.evidence_ids) AS u (evidence_id)) AS e
-        CROSS JOIN LATERAL (
-            SELECT k.evidence_id, k.subject_entity_id, k.object_entity_id
-            FROM dm_private.evidence_entity_links AS k
-            WHERE k.team_id = proximity_team
-              AND k.evidence_id = e.evidence_id
-              AND (k.known_to IS NULL OR k.known_to > pg_catalog.now())
-              AND k.owner_profile_id <> ALL(inactive_owners)
-            ORDER BY k.relationship_id
-            LIMIT fan_out
-        ) AS l
-    ),
+    WITH RECURSIVE
     -- The walk from the seeds: dm_private.discovery_walk with no predicate
     -- hints, filter, exclusions, request time or deadline, carrying only the
     -- depth and the entity reached (no function call, no 15-column
@@ -907,74 +889,61 @@ BEGIN
               LIMIT GREATEST(max_edges, 0)) AS w
         WHERE w.to_entity_id IS NOT NULL
     ),
-    seed_dist AS MATERIALIZED (
+    -- Read once (the final join), so not materialized: the hash join is
+    -- built straight from the aggregate, without a copy into a CTE store
+    -- (-0.19 M instructions per call, session 12).
+    seed_dist AS (
         SELECT fs.entity_id, pg_catalog.min(fs.dist) AS dist FROM from_seeds AS fs GROUP BY fs.entity_id
-    ),
-    from_targets AS (
-        -- One hop out of the linked entities, to meet the seed walk in the
-        -- middle: the eligible edges of each linked entity the seed walk has
-        -- not already placed at distance 0 or 1 (no shorter route exists for
-        -- those), outgoing before incoming, at most fan_out per entity and
-        -- max_edges in all, in entity order. A direct LATERAL rather than a
-        -- second discovery_walk: that walk copied every linked entity (often
-        -- hundreds) through its recursive working tables to expand a few.
-        SELECT t.entity_id AS target_id, x.via_id
-        FROM (
-            SELECT DISTINCT le.entity_id
-            FROM (SELECT links.subject_entity_id AS entity_id FROM links
-                  UNION ALL
-                  SELECT links.object_entity_id FROM links WHERE links.object_entity_id IS NOT NULL) AS le
-            LEFT JOIN seed_dist AS sd ON sd.entity_id = le.entity_id
-            WHERE sd.dist IS NULL OR sd.dist >= 2
-            ORDER BY le.entity_id
-        ) AS t
-        CROSS JOIN LATERAL (
-            SELECT y.via_id
-            FROM (
-                (SELECT r.object_entity_id AS via_id
-                 FROM dm_private.relationships AS r
-                 WHERE r.team_id = proximity_team AND r.subject_entity_id = t.entity_id
-                   AND r.status = 'active' AND r.tier IN ('validated_claim', 'fact')
-                   AND (r.known_to IS NULL OR r.known_to > pg_catalog.now())
-                   AND r.owner_profile_id <> ALL(inactive_owners)
-                 LIMIT fan_out)
-                UNION ALL
-                (SELECT r.subject_entity_id AS via_id
-                 FROM dm_private.relationships AS r
-                 WHERE r.team_id = proximity_team AND r.object_entity_id = t.entity_id
-                   AND r.status = 'active' AND r.tier IN ('validated_claim', 'fact')
-                   AND (r.known_to IS NULL OR r.known_to > pg_catalog.now())
-                   AND r.owner_profile_id <> ALL(inactive_owners)
-                 LIMIT fan_out)
-            ) AS y
-            LIMIT fan_out
-        ) AS x
-        WHERE hop_limit >= 1 AND x.via_id IS NOT NULL AND x.via_id <> t.entity_id
-        LIMIT max_edges
-    ),
-    target_dist AS (
-        SELECT t.entity_id, pg_catalog.min(t.dist) AS dist
-        FROM (
-            SELECT sd.entity_id, sd.dist FROM seed_dist AS sd
-            UNION ALL
-            SELECT ft.target_id, sd.dist + 1
-            FROM from_targets AS ft JOIN seed_dist AS sd ON sd.entity_id = ft.via_id
-        ) AS t
-        GROUP BY t.entity_id
     )
-    -- Per evidence, the nearest of its links' endpoints (LEAST ignores the
-    -- endpoint that is not reached, or a literal object).
-    SELECT links.evidence_id, pg_catalog.min(LEAST(ts.dist, tob.dist))::integer
-    FROM links
-    LEFT JOIN target_dist AS ts ON ts.entity_id = links.subject_entity_id
-    LEFT JOIN target_dist AS tob ON tob.entity_id = links.object_entity_id
-    GROUP BY links.evidence_id
-    HAVING pg_catalog.min(LEAST(ts.dist, tob.dist)) <= hop_limit
-    ORDER BY links.evidence_id;
+    ,
+    endpoints AS (
+        -- The linked entities of each candidate: the endpoints of the first
+        -- fan_out of its eligible links by relationship_id (so evidence
+        -- supporting thousands of relationships is read no further than
+        -- any other, and the cut is deterministic). One hash probe of
+        -- evidence_link_endpoints (migration 0073) per candidate: when all
+        -- its links are within fan_out, none has a recorded end at or
+        -- before now and no owner is inactive, its stored distinct
+        -- endpoints are exactly that set, with no row per link. Otherwise
+        -- (rare) the links are read as before, one range of the key of
+        -- evidence_entity_links (0038). unnest in the select list
+        -- (ProjectSet) streams the endpoints; in FROM it would fill a
+        -- tuplestore per candidate.
+        SELECT s.evidence_id,
+               pg_catalog.unnest(CASE
+                   WHEN s.link_count <= fan_out
+                        AND (s.earliest_known_to IS NULL OR s.earliest_known_to > pg_catalog.now())
+                        AND NOT (s.owner_ids OPERATOR(pg_catalog.&&) inactive_owners)
+                       THEN s.entity_ids
+                   ELSE ARRAY(
+                       SELECT y.entity_id
+                       FROM (SELECT k.subject_entity_id, k.object_entity_id
+                             FROM dm_private.evidence_entity_links AS k
+                             WHERE k.team_id = proximity_team
+                               AND k.evidence_id = s.evidence_id
+                               AND (k.known_to IS NULL OR k.known_to > pg_catalog.now())
+                               AND k.owner_profile_id <> ALL(inactive_owners)
+                             ORDER BY k.relationship_id
+                             LIMIT fan_out) AS l
+                       CROSS JOIN LATERAL (VALUES (l.subject_entity_id), (l.object_entity_id)) AS y (entity_id)
+                       WHERE y.entity_id IS NOT NULL)
+               END) AS entity_id
+        FROM (SELECT DISTINCT u.evidence_id
+              FROM pg_catalog.unnest(entity_proximity.evidence_ids) AS u (evidence_id)) AS c
+        JOIN dm_private.evidence_link_endpoints AS s
+          ON s.team_id = proximity_team AND s.evidence_id = c.evidence_id
+    )
+    -- Per evidence, the nearest of its linked entities inside the seed walk
+    -- (seed_dist holds only distances 0..hop_limit).
+    SELECT ep.evidence_id, pg_catalog.min(sd.dist)::integer
+    FROM endpoints AS ep
+    JOIN seed_dist AS sd ON sd.entity_id = ep.entity_id
+    GROUP BY ep.evidence_id
+    ORDER BY ep.evidence_id;
 END
 $$;
 COMMENT ON FUNCTION dm_private.entity_proximity(uuid, uuid [], uuid [], integer) IS
-'Graph hops (0 to max_hops, at most 2) from the query entities to each candidate evidence''s linked entities, through eligible relationships; feeds the recall core''s proximity signal. Bounded by the default profile''s fan-out and edge caps.';
+'Graph hops (0 to max_hops, at most 2) from the query entities to each candidate evidence''s linked entities: the smallest distance of a linked entity within the seed walk (eligible relationships, the default profile''s depth, fan-out and edge caps); evidence with no linked entity in that walk is omitted. Feeds the recall core''s proximity signal.';
 
 -- Predicate cardinality (migration 0031): the single-valued predicates of a
 -- team, its own rows overriding the defaults; any other predicate is

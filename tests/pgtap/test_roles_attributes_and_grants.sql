@@ -222,6 +222,9 @@ VALUES
     ('dm_private.community_relationships', 'SELECT', 'densemem_analyst, densemem_operator'),
     ('dm_private.evidence_entity_links', 'SELECT, INSERT, DELETE', 'densemem_app'),
     ('dm_private.evidence_entity_links', 'SELECT', 'densemem_analyst, densemem_operator, densemem_searcher'),
+    -- 0073: per-evidence link endpoints, written by the triggers on evidence_entity_links (invoker; UPDATE for the row lock).
+    ('dm_private.evidence_link_endpoints', 'SELECT, INSERT, UPDATE', 'densemem_app'),
+    ('dm_private.evidence_link_endpoints', 'SELECT', 'densemem_analyst, densemem_operator'),
     -- 0068: the parse's lexicon is written only by its definer triggers (owned by the searcher).
     ('dm_private.parse_lexicon', 'SELECT, INSERT, UPDATE, DELETE', 'densemem_searcher'),
     ('dm_private.parse_lexicon', 'SELECT', 'densemem_app, densemem_analyst, densemem_operator'),

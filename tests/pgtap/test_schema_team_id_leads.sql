@@ -62,6 +62,10 @@ VALUES
 --                              candidate by its id; every reader keeps its
 --                              explicit team_id predicate, and Citus builds
 --                              it per shard, where it still serves the probe.
+--   dm_private.evidence_link_endpoints_evidence_hash_idx
+--                              the same (0073): proximity's probe of each
+--                              candidate's link endpoints by evidence_id; the
+--                              reader keeps its explicit team_id predicate.
 --   dm_private.entity_names_team_trigram_idx,
 --   dm_private.search_documents_entity_team_lexemes_idx
 --                              the same for entity name trigrams (0055) and
@@ -74,6 +78,7 @@ VALUES
     ('dm_private.search_documents_team_lexemes_idx'),
     ('dm_private.search_documents_team_order_idx'),
     ('dm_private.search_documents_document_hash_idx'),
+    ('dm_private.evidence_link_endpoints_evidence_hash_idx'),
     ('dm_private.entity_names_team_trigram_idx'),
     ('dm_private.search_documents_entity_team_lexemes_idx');
 

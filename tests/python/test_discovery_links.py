@@ -7,11 +7,14 @@ direct bulk insert in replica mode, a delete) it must hold exactly the
 accepted links whose relationship is active and validated_claim or fact, with
 that relationship's endpoints, owner and recorded end: the oracle below
 recomputes that from the authoritative tables. The service role sees only its
-own team's links.
+own team's links. evidence_link_endpoints (migration 0073, proximity's
+per-evidence read) must stay the summary of those links after the same
+writes, and after direct writes to the links themselves.
 """
 
 from __future__ import annotations
 
+import threading
 import uuid
 from typing import Any
 
@@ -48,10 +51,38 @@ def _team(
     return team_id, ids
 
 
+ENDPOINTS = """
+SELECT team_id, evidence_id, entity_ids, link_count, owner_ids, earliest_known_to
+FROM dm_private.evidence_link_endpoints ORDER BY 1, 2
+"""
+
+
+def _check_endpoints(conn: psycopg.Connection[Any]) -> None:
+    """evidence_link_endpoints (0073) is the per-evidence summary of evidence_entity_links: sorted
+    distinct endpoints, link count, sorted distinct owners, earliest recorded end; an evidence row
+    whose links are all gone keeps an empty row."""
+    expected: dict[tuple[Any, Any], tuple[list[Any], int, list[Any], Any]] = {}
+    grouped: dict[tuple[Any, Any], list[tuple[Any, ...]]] = {}
+    for row in conn.execute(TABLE).fetchall():
+        grouped.setdefault((row[0], row[1]), []).append(row)
+    for key, links in grouped.items():
+        ends = [link[6] for link in links if link[6] is not None]
+        expected[key] = (
+            sorted({link[3] for link in links} | {link[4] for link in links if link[4] is not None}),
+            len(links),
+            sorted({link[5] for link in links}),
+            min(ends) if ends else None,
+        )
+    stored = {(r[0], r[1]): (list(r[2]), r[3], list(r[4]), r[5]) for r in conn.execute(ENDPOINTS).fetchall()}
+    assert {k: v for k, v in stored.items() if v[1] > 0} == expected
+    assert all(v == ([], 0, [], None) for v in stored.values() if v[1] == 0)
+
+
 def _check(conn: psycopg.Connection[Any], expected_count: int) -> None:
     oracle = conn.execute(ORACLE).fetchall()
     assert conn.execute(TABLE).fetchall() == oracle
     assert len(oracle) == expected_count
+    _check_endpoints(conn)
 
 
 def test_links_follow_every_write(admin_conn: psycopg.Connection[Any]) -> None:
@@ -144,6 +175,10 @@ def test_links_follow_every_write(admin_conn: psycopg.Connection[Any]) -> None:
             "SELECT count(*) AS n FROM dm_private.evidence_entity_links WHERE relationship_id = %s", (ro,)
         ).fetchone()
         assert hidden is not None and hidden["n"] == 0
+        seen_endpoints = cur.execute(
+            "SELECT DISTINCT team_id FROM dm_private.evidence_link_endpoints"
+        ).fetchall()
+        assert [row["team_id"] for row in seen_endpoints] == [team]
 
     # Lifecycle: retract r2 (its link leaves), supersede r1 by a new relationship.
     with as_(who["alice"]) as cur:
@@ -212,3 +247,86 @@ def test_links_follow_every_write(admin_conn: psycopg.Connection[Any]) -> None:
         _check(admin_conn, 2)
     finally:
         admin_conn.execute("SET session_replication_role = origin")
+
+    # Direct writes to the links themselves (an owner's repair, a truncate)
+    # reach the per-evidence endpoints too.
+    admin_conn.execute(
+        "UPDATE dm_private.evidence_entity_links SET known_to = now() - interval '1 hour' "
+        "WHERE relationship_id = %s",
+        (r4,),
+    )
+    _check_endpoints(admin_conn)
+    stored = admin_conn.execute(
+        "SELECT earliest_known_to IS NOT NULL FROM dm_private.evidence_link_endpoints WHERE evidence_id = %s",
+        (e2,),
+    ).fetchone()
+    assert stored == (True,)
+    admin_conn.execute("DELETE FROM dm_private.evidence_entity_links WHERE relationship_id = %s", (r4,))
+    _check_endpoints(admin_conn)
+    admin_conn.execute("TRUNCATE dm_private.evidence_entity_links")
+    assert admin_conn.execute("SELECT count(*) FROM dm_private.evidence_link_endpoints").fetchone() == (0,)
+
+
+def test_endpoints_of_one_evidence_written_at_once(db_url: str, admin_conn: psycopg.Connection[Any]) -> None:
+    """Two transactions link the same evidence at the same time, first while it has no row yet,
+    then while it has one: the second writer waits for the first and then counts both links. A
+    count taken from its own snapshot (or in the statement that waited) would miss the first
+    writer's link."""
+    team, who = _team(admin_conn, "endpoints race team", ["alice", "carol"])
+    names = ["Ann", "Bob", "Cid", "Dan", "Eve"]
+    with acting_as(admin_conn, Principal(team, who["alice"])) as cur:
+        shared, support = write.ingest_evidence(
+            cur,
+            team_id=team,
+            items=[
+                {"text": "Ann met Bob, Cid, Dan and Eve.", "source": {"external_id": "s", "kind": "chat"}},
+                {"text": "Ann knows them all.", "source": {"external_id": "t", "kind": "chat"}},
+            ],
+        )
+        entities = write.upsert_entities(cur, team_id=team, items=[{"name": n} for n in names])
+        rels = [
+            write.assert_relationship(
+                cur,
+                team_id=team,
+                relationship={
+                    "subject_entity_id": entities[0],
+                    "predicate": "knows",
+                    "object_entity_id": other,
+                    "evidence_ids": [support],
+                },
+            )
+            for other in entities[1:]
+        ]
+    with acting_as(admin_conn, Principal(team, who["carol"])) as cur:
+        for rel in rels:
+            write.record_verification(cur, team_id=team, relationship_id=rel, decision="fact")
+
+    link = (
+        "INSERT INTO dm_private.relationship_evidence (team_id, relationship_id, evidence_id) "
+        "VALUES (%s, %s, %s)"
+    )
+    for first_rel, second_rel, expected in ((rels[0], rels[1], 2), (rels[2], rels[3], 4)):
+        with psycopg.connect(db_url) as first, psycopg.connect(db_url) as second:
+            first.execute(link, (team, first_rel, shared))
+            done = threading.Event()
+
+            def link_second(
+                rel: Any = second_rel, conn: psycopg.Connection[Any] = second, done: threading.Event = done
+            ) -> None:
+                conn.execute(link, (team, rel, shared))
+                conn.commit()
+                done.set()
+
+            writer = threading.Thread(target=link_second)
+            writer.start()
+            assert not done.wait(1.0), "the second writer waits for the first one"
+            first.commit()
+            writer.join(30)
+            assert done.is_set()
+        row = admin_conn.execute(
+            "SELECT entity_ids, link_count FROM dm_private.evidence_link_endpoints WHERE evidence_id = %s",
+            (shared,),
+        ).fetchone()
+        assert row is not None and row[1] == expected
+    assert row is not None and sorted(row[0]) == sorted(entities)
+    _check_endpoints(admin_conn)
