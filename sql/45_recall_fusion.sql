@@ -15,15 +15,35 @@
 --
 -- Pure function of its input: a DBA can call it on hand-made hits (of the
 -- branches fulltext, vector and exact; any other branch name is 22023).
--- The fusion itself, as an array: what recall_run calls (an expression, no
--- statement around it) and what dm_private.recall_fuse returns as rows. One
--- statement: the unknown-branch check is an aggregate of the same grouping
--- (raised after it, before any row is returned), the fused rows are
--- aggregated in fusion order. Returning a set cost recall_run a tuplestore,
--- a whole-row value per candidate and an ARRAY(SELECT ...) to pack them
--- again, and the check a second pass over the hits.
-CREATE OR REPLACE FUNCTION dm_private.recall_fuse_array(hits dm_private.recall_branch_hit [], settings jsonb)
-RETURNS dm_private.recall_fused []
+--
+-- Fusion in two parts (session 13): dm_private.recall_fuse_ordered groups,
+-- orders and cuts (the one definition of fusion), and
+-- dm_private.recall_fuse_normalised fills in the RRF relevance and position
+-- (the one definition of the min-max). recall_fuse_array, the DBA / explain
+-- form, is the two together. recall_run calls the core alone when it does
+-- not explain and hands the core's best and worst kept scores to
+-- dm_private.recall_rank, which reads relevance from them: the window pass
+-- that filled the two fields in every recall (a sort-ordered spool of the
+-- kept rows for row_number, max and min) cost about a quarter of fusion
+-- (callgrind, session 12: 1.99 M -> 1.51 M instructions per call).
+
+-- The fusion itself, as an array in fusion order: what recall_run calls (an
+-- expression, no statement around it). One statement: the unknown-branch
+-- check is an aggregate of the same grouping (raised after it, before any
+-- row is returned), the fused rows are aggregated in fusion order.
+-- Returning a set cost recall_run a tuplestore, a whole-row value per
+-- candidate and an ARRAY(SELECT ...) to pack them again, and the check a
+-- second pass over the hits.
+--
+-- RRF rows leave with relevance and fusion_rank NULL; best_score and
+-- worst_score are the max and the min of the kept fused scores (the values
+-- the min-max reads), computed by plain aggregates of the packing
+-- aggregate, so they are the window's max and min over the same rows
+-- whatever the scores (NaN, infinities, negative weights). Branch-priority
+-- rows leave complete (their relevance needs the total, their statement
+-- keeps its window) and both scores NULL.
+CREATE OR REPLACE FUNCTION dm_private.recall_fuse_ordered(hits dm_private.recall_branch_hit [], settings jsonb,
+    OUT fused dm_private.recall_fused [], OUT best_score double precision, OUT worst_score double precision)
 LANGUAGE plpgsql
 IMMUTABLE
 PARALLEL SAFE
@@ -43,7 +63,6 @@ DECLARE
     p_vector bigint := 1000;
     p_exact bigint := 1000;
     priority text [];
-    fused dm_private.recall_fused [];
     unknown_branch boolean;
 BEGIN
     -- the priority list only matters (and is read, a statement) for the
@@ -106,23 +125,24 @@ BEGIN
         INTO fused, unknown_branch
         FROM ordered AS o;
     ELSE
-        -- RRF (the default method; session 9): relevance reads only the kept
-        -- candidates (best = the first, worst = the last kept), and nothing
-        -- reads the total, so the grouped rows are cut to the top `cap` by a
-        -- bounded sort (ORDER BY ... LIMIT: a top-N heap) and one window
-        -- over those rows gives the position (row_number) and min / max of
-        -- the kept scores, each an aggregate computed once for the whole
-        -- frame. In RRF order the score never rises along the order, so
-        -- max over the kept rows is the first score and min the last one:
-        -- the values the window above takes as best and worst (nth_value at
-        -- cap, or min when fewer are kept); no nth_value (it fetched the
-        -- cap-th row again for every row), no count, no FILTER on the
-        -- position, no window over the rows cut. A group with a hit of an
-        -- unknown branch has no sort key and sorts first (NULLS FIRST), so
-        -- the check below still sees it whatever the LIMIT cuts; with none,
-        -- the order is the RRF order. (A leading boolean key, equal on
-        -- every row, sent each comparison to the sort's tie-break: +0.4 M.)
-        WITH per_evidence AS (
+        -- RRF (the default method; session 9): the grouped rows are cut to
+        -- the top `cap` by a bounded sort (ORDER BY ... LIMIT: a top-N heap)
+        -- and aggregated as they leave it (an aggregate over an ordered
+        -- subquery with nothing between reads it in that order). No window:
+        -- the position is the subscript and relevance the min-max between
+        -- best_score and worst_score (recall_fuse_normalised, or
+        -- recall_rank's reading of them). A group with a hit of an unknown
+        -- branch has no sort key and sorts first (NULLS FIRST), so the check
+        -- below still sees it whatever the LIMIT cuts; with none, the order
+        -- is the RRF order. (A leading boolean key, equal on every row, sent
+        -- each comparison to the sort's tie-break: +0.4 M.)
+        SELECT pg_catalog.array_agg(ROW(
+                   o.document_id, o.evidence_id, o.rrf, NULL::double precision,
+                   o.fulltext_rank::integer, o.vector_rank::integer, o.exact_rank::integer, NULL::integer
+               )::dm_private.recall_fused),
+               pg_catalog.bool_or(o.unknown_branch), pg_catalog.max(o.rrf), pg_catalog.min(o.rrf)
+        INTO fused, unknown_branch, best_score, worst_score
+        FROM (
             SELECT h.evidence_id, pg_catalog.any_value(h.document_id) AS document_id,
                    pg_catalog.min(h.branch_rank) FILTER (WHERE h.branch = 'fulltext') AS fulltext_rank,
                    pg_catalog.min(h.branch_rank) FILTER (WHERE h.branch = 'vector') AS vector_rank,
@@ -132,8 +152,8 @@ BEGIN
                    COALESCE(w_fulltext / (k + pg_catalog.min(h.branch_rank) FILTER (WHERE h.branch = 'fulltext')), 0)
                    + COALESCE(w_exact / (k + pg_catalog.min(h.branch_rank) FILTER (WHERE h.branch = 'exact')), 0)
                    + COALESCE(w_vector / (k + pg_catalog.min(h.branch_rank) FILTER (WHERE h.branch = 'vector')), 0) AS rrf,
-                   -- the priority statement's RRF sort key; NULL (sorted
-                   -- first) for a group with a hit of an unknown branch
+                   -- NULL (sorted first) for a group with a hit of an
+                   -- unknown branch
                    CASE WHEN NOT pg_catalog.bool_or(h.branch IS DISTINCT FROM 'fulltext' AND h.branch IS DISTINCT FROM 'vector'
                                                     AND h.branch IS DISTINCT FROM 'exact')
                         THEN -(COALESCE(w_fulltext / (k + pg_catalog.min(h.branch_rank) FILTER (WHERE h.branch = 'fulltext')), 0)
@@ -147,26 +167,7 @@ BEGIN
             -- (at least one row, so that the check sees an unknown branch
             -- when cap is 0; no row is kept then: below)
             LIMIT GREATEST(cap, 1)
-        ),
-        ordered AS (
-            SELECT e.*,
-                   pg_catalog.row_number() OVER kept AS position,
-                   pg_catalog.max(e.rrf) OVER kept AS best_rrf,
-                   pg_catalog.min(e.rrf) OVER kept AS worst_rrf
-            FROM per_evidence AS e
-            WINDOW kept AS (ORDER BY e.sort_key NULLS FIRST, e.evidence_id
-                            ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)
-            ORDER BY e.sort_key NULLS FIRST, e.evidence_id
-        )
-        SELECT pg_catalog.array_agg(ROW(
-                   o.document_id, o.evidence_id, o.rrf,
-                   CASE WHEN o.best_rrf = o.worst_rrf THEN 1.0
-                        ELSE (o.rrf - o.worst_rrf) / (o.best_rrf - o.worst_rrf) END,
-                   o.fulltext_rank::integer, o.vector_rank::integer, o.exact_rank::integer, o.position::integer
-               )::dm_private.recall_fused),
-               pg_catalog.bool_or(o.unknown_branch)
-        INTO fused, unknown_branch
-        FROM ordered AS o;
+        ) AS o;
         IF cap < 1 THEN
             fused := NULL;
         END IF;
@@ -177,11 +178,62 @@ BEGIN
         RAISE EXCEPTION 'a branch hit names a branch fusion does not know'
             USING ERRCODE = '22023', HINT = 'branches are fulltext, vector and exact';
     END IF;
-    RETURN COALESCE(fused, '{}');
+    fused := COALESCE(fused, '{}');
 END
 $$;
+COMMENT ON FUNCTION dm_private.recall_fuse_ordered(dm_private.recall_branch_hit [], jsonb) IS
+'The fusion core (what recall_run calls without explain): RRF or branch priority by (branch, evidence_id), top candidates.fused in fusion order. RRF rows leave relevance and fusion_rank NULL and best_score / worst_score give the max and min kept score (dm_private.recall_fuse_normalised fills both fields); priority rows are complete. 22023 for a hit of an unknown branch.';
+REVOKE ALL ON FUNCTION dm_private.recall_fuse_ordered(dm_private.recall_branch_hit [], jsonb) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION dm_private.recall_fuse_ordered(dm_private.recall_branch_hit [], jsonb)
+TO densemem_app, densemem_analyst, densemem_operator;
+
+-- The RRF relevance and position the core leaves out: relevance is the
+-- min-max of the fused score over the kept candidates (best 1, worst 0; all
+-- 1 when best = worst), the position the subscript. Rows that have them
+-- (branch priority) keep theirs. dm_private.recall_rank reads relevance the
+-- same way from the same two values in its hot path (one expression per
+-- scoring statement, the same operations: the same bits;
+-- tests/python/test_recall_fusion_core.py holds them equal).
+CREATE OR REPLACE FUNCTION dm_private.recall_fuse_normalised(fused dm_private.recall_fused [],
+    best_score double precision, worst_score double precision)
+RETURNS dm_private.recall_fused []
+LANGUAGE sql
+IMMUTABLE
+PARALLEL SAFE
+SET search_path = ''
+AS $$
+    SELECT COALESCE(pg_catalog.array_agg(ROW(
+               f.document_id, f.evidence_id, f.fused_score,
+               COALESCE(f.relevance,
+                        CASE WHEN best_score = worst_score THEN 1.0
+                             ELSE (f.fused_score - worst_score) / (best_score - worst_score) END),
+               f.fulltext_rank, f.vector_rank, f.exact_rank, COALESCE(f.fusion_rank, f.position::integer)
+           )::dm_private.recall_fused ORDER BY f.position), '{}')
+    FROM pg_catalog.unnest(fused) WITH ORDINALITY
+        AS f (document_id, evidence_id, fused_score, relevance, fulltext_rank, vector_rank, exact_rank, fusion_rank,
+              position)
+$$;
+COMMENT ON FUNCTION dm_private.recall_fuse_normalised(dm_private.recall_fused [], double precision, double precision) IS
+'The fusion core''s rows completed: relevance missing = min-max of fused_score between best_score and worst_score (1 when equal), fusion_rank missing = position in the array.';
+REVOKE ALL ON FUNCTION dm_private.recall_fuse_normalised(dm_private.recall_fused [], double precision, double precision)
+FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION dm_private.recall_fuse_normalised(dm_private.recall_fused [], double precision, double precision)
+TO densemem_app, densemem_analyst, densemem_operator;
+
+-- Fusion with every field filled in (DBAs, tests, explain): the core, then
+-- the normalisation.
+CREATE OR REPLACE FUNCTION dm_private.recall_fuse_array(hits dm_private.recall_branch_hit [], settings jsonb)
+RETURNS dm_private.recall_fused []
+LANGUAGE sql
+IMMUTABLE
+PARALLEL SAFE
+SET search_path = ''
+AS $$
+    SELECT dm_private.recall_fuse_normalised(c.fused, c.best_score, c.worst_score)
+    FROM dm_private.recall_fuse_ordered(hits, settings) AS c
+$$;
 COMMENT ON FUNCTION dm_private.recall_fuse_array(dm_private.recall_branch_hit [], jsonb) IS
-'Fusion as an array in fusion order (what recall_run calls; dm_private.recall_fuse returns the same rows as a set): RRF or branch priority by (branch, evidence_id), top candidates.fused, relevance min-max over the kept ones. 22023 for a hit of an unknown branch.';
+'Fusion as an array in fusion order (dm_private.recall_fuse returns the same rows as a set): RRF or branch priority by (branch, evidence_id), top candidates.fused, relevance min-max over the kept ones. dm_private.recall_fuse_ordered then dm_private.recall_fuse_normalised. 22023 for a hit of an unknown branch.';
 REVOKE ALL ON FUNCTION dm_private.recall_fuse_array(dm_private.recall_branch_hit [], jsonb) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION dm_private.recall_fuse_array(dm_private.recall_branch_hit [], jsonb)
 TO densemem_app, densemem_analyst, densemem_operator;

@@ -76,8 +76,18 @@
 -- collapsed_into}, as recall_mmr returns them).
 -- Runs as densemem_searcher (reads documents, usage, support, vectors of
 -- candidates already chosen by the branches, inside the team).
+-- fused_best, fused_worst (session 13): the fusion core's best and worst
+-- kept scores (dm_private.recall_fuse_ordered). A candidate without a fused
+-- relevance (the core leaves RRF relevance out) reads it from them, as
+-- dm_private.recall_fuse_normalised computes it; a candidate with one keeps
+-- it. They are taken from the array recall_run fused, before the anchor
+-- filter below removes candidates, so they are the kept list's ends as
+-- fusion saw them. NULL (the default): relevance as given.
+DROP FUNCTION IF EXISTS dm_private.recall_rank(uuid, text, dm_private.recall_fused [], jsonb, jsonb, jsonb, boolean,
+    integer, boolean);
 CREATE OR REPLACE FUNCTION dm_private.recall_rank(team_id uuid, query text, fused dm_private.recall_fused [],
     req jsonb, settings jsonb, hops jsonb, with_context boolean, want integer, with_explain boolean,
+    fused_best double precision DEFAULT NULL, fused_worst double precision DEFAULT NULL,
     OUT ordered_ids uuid [], OUT scored dm_private.recall_scored [], OUT mmr_rows jsonb)
 LANGUAGE plpgsql
 STABLE
@@ -327,7 +337,11 @@ BEGIN
                 -- reads the documents, so they are neither collected by one
                 -- array-key scan nor materialized and hashed for the join.
                 -- Every expression is the full statement's (features, anchored).
-                SELECT (u.f).document_id, (u.f).evidence_id, (u.f).relevance AS fused_relevance,
+                SELECT (u.f).document_id, (u.f).evidence_id,
+                       COALESCE((u.f).relevance,
+                                CASE WHEN fused_best = fused_worst THEN 1.0
+                                     ELSE ((u.f).fused_score - fused_worst) / (fused_best - fused_worst) END)
+                           AS fused_relevance,
                        -- the branch ranks, shown only in the scored rows
                        CASE WHEN with_rows THEN (u.f).fulltext_rank END AS fulltext_rank,
                        CASE WHEN with_rows THEN (u.f).vector_rank END AS vector_rank,
@@ -502,7 +516,11 @@ BEGIN
                 -- reads the documents, so they are neither collected by one
                 -- array-key scan nor materialized and hashed for the join.
                 -- Every expression is the full statement's (features, anchored).
-                SELECT (u.f).document_id, (u.f).evidence_id, (u.f).relevance AS fused_relevance,
+                SELECT (u.f).document_id, (u.f).evidence_id,
+                       COALESCE((u.f).relevance,
+                                CASE WHEN fused_best = fused_worst THEN 1.0
+                                     ELSE ((u.f).fused_score - fused_worst) / (fused_best - fused_worst) END)
+                           AS fused_relevance,
                        -- the branch ranks, shown only in the scored rows
                        CASE WHEN with_rows THEN (u.f).fulltext_rank END AS fulltext_rank,
                        CASE WHEN with_rows THEN (u.f).vector_rank END AS vector_rank,
@@ -702,7 +720,10 @@ BEGIN
               AND x.policy_labels <@ scopes
         ),
         anchored AS (
-            SELECT f.document_id, f.evidence_id, f.relevance AS fused_relevance,
+            SELECT f.document_id, f.evidence_id,
+                   COALESCE(f.relevance,
+                            CASE WHEN fused_best = fused_worst THEN 1.0
+                                 ELSE (f.fused_score - fused_worst) / (fused_best - fused_worst) END) AS fused_relevance,
                    f.fulltext_rank, f.vector_rank, f.exact_rank, f.fusion_rank,
                    d.memory_type, d.source_created_at, d.sequence_number, d.source_group,
                    d.document_version, d.source_version,
@@ -1073,14 +1094,15 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION dm_private.recall_rank(uuid, text, dm_private.recall_fused [], jsonb, jsonb, jsonb, boolean, integer,
-    boolean) IS
+    boolean, double precision, double precision) IS
 'What recall_run calls: the composite rerank (seed 002 §3, with the neighbouring-turn lift when with_context), duplicate collapse and greedy MMR (seed 002 §7) in one function on arrays. ordered_ids equals the order of recall_mmr(team, recall_rerank(..., with_context), settings, want); with_explain also returns the scored rows (recall_rerank''s) and recall_mmr''s rows as jsonb; want NULL skips MMR. Runs as densemem_searcher.';
-ALTER FUNCTION dm_private.recall_rank(uuid, text, dm_private.recall_fused [], jsonb, jsonb, jsonb, boolean, integer, boolean)
+ALTER FUNCTION dm_private.recall_rank(uuid, text, dm_private.recall_fused [], jsonb, jsonb, jsonb, boolean, integer, boolean,
+    double precision, double precision)
 OWNER TO densemem_searcher;
 REVOKE ALL ON FUNCTION dm_private.recall_rank(uuid, text, dm_private.recall_fused [], jsonb, jsonb, jsonb, boolean, integer,
-    boolean) FROM PUBLIC;
+    boolean, double precision, double precision) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION dm_private.recall_rank(uuid, text, dm_private.recall_fused [], jsonb, jsonb, jsonb, boolean, integer,
-    boolean) TO densemem_app, densemem_analyst, densemem_operator;
+    boolean, double precision, double precision) TO densemem_app, densemem_analyst, densemem_operator;
 
 -- The composite rerank as a stage of its own (DBAs, tests): recall_rank's
 -- scoring without MMR (want NULL), its scored rows as a set in score order.

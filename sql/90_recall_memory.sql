@@ -142,6 +142,8 @@ DECLARE
     vector_hits dm_private.recall_branch_hit [] := '{}';
     vector_path record;
     fused dm_private.recall_fused [];
+    -- the fusion core's answer: fused, best_score, worst_score
+    fusion record;
     scored dm_private.recall_scored [];
     hops jsonb := '{}';
     seeds uuid [];
@@ -344,8 +346,16 @@ BEGIN
         END IF;
 
         -- fusion
-        -- (the array form: an expression, no set to pack again)
-        fused := dm_private.recall_fuse_array(fulltext_hits || exact_hits || vector_hits, settings);
+        -- (the array form: an expression, no set to pack again). The core
+        -- leaves the RRF relevance and position out (no window pass, session
+        -- 13): recall_rank reads relevance from the best and worst kept
+        -- scores, and only explain, which shows the fused rows and their
+        -- fusion_rank, completes them
+        fusion := dm_private.recall_fuse_ordered(fulltext_hits || exact_hits || vector_hits, settings);
+        fused := fusion.fused;
+        IF with_explain THEN
+            fused := dm_private.recall_fuse_normalised(fused, fusion.best_score, fusion.worst_score);
+        END IF;
         IF with_explain AND pass = 1 THEN
             timings := timings || pg_catalog.jsonb_build_object('fusion_ms', EXTRACT(EPOCH FROM pg_catalog.clock_timestamp() - mark) * 1000);
             mark := pg_catalog.clock_timestamp();
@@ -384,7 +394,8 @@ BEGIN
         -- rerank, lift and MMR; mmr_ms is what is left after the call.
         SELECT r.ordered_ids, r.scored, r.mmr_rows
         INTO ordered_ids, scored, mmr_rows
-        FROM dm_private.recall_rank(team, query, fused, pass_req, settings, hops, true, pass_want, with_explain) AS r;
+        FROM dm_private.recall_rank(team, query, fused, pass_req, settings, hops, true, pass_want, with_explain,
+                                     fusion.best_score, fusion.worst_score) AS r;
         IF with_explain AND pass = 1 THEN
             timings := timings || pg_catalog.jsonb_build_object('rerank_ms', EXTRACT(EPOCH FROM pg_catalog.clock_timestamp() - mark) * 1000);
             mark := pg_catalog.clock_timestamp();
