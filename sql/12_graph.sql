@@ -474,28 +474,37 @@ DECLARE
     held_evidence uuid [];
 BEGIN
     -- Evidence with no row yet (a bulk load: all of it) is counted once and
-    -- inserted; evidence with a row is only locked and recounted below.
-    SELECT pg_catalog.array_agg(t.team_id), pg_catalog.array_agg(t.evidence_id)
-    INTO fresh_teams, fresh_evidence
-    FROM (SELECT DISTINCT k.team_id, k.evidence_id
-          FROM ROWS FROM (pg_catalog.unnest(team_ids), pg_catalog.unnest(evidence_ids)) AS k (team_id, evidence_id)) AS t
-    WHERE NOT EXISTS (SELECT 1 FROM dm_private.evidence_link_endpoints AS s
-                      WHERE s.team_id = t.team_id AND s.evidence_id = t.evidence_id);
-    WITH inserted AS (
-        INSERT INTO dm_private.evidence_link_endpoints AS s (team_id, evidence_id, entity_ids, link_count,
-                                                            owner_ids, earliest_known_to)
-        SELECT c.team_id, c.evidence_id, c.entity_ids, c.link_count, c.owner_ids, c.earliest_known_to
-        FROM dm_private.evidence_link_endpoints_count(fresh_teams, fresh_evidence) AS c
-        WHERE c.link_count > 0
-        ON CONFLICT ON CONSTRAINT evidence_link_endpoints_pkey DO NOTHING
-        RETURNING s.team_id, s.evidence_id
-    )
-    SELECT pg_catalog.array_agg(t.team_id ORDER BY t.team_id, t.evidence_id),
+    -- inserted; evidence with a row is only locked and recounted below. The
+    -- same statement sorts every pair for the lock, so when all of them
+    -- have a row (an update or a delete of links: the common case, session
+    -- 13) the insert statement is not run at all.
+    SELECT pg_catalog.array_agg(t.team_id) FILTER (WHERE NOT t.has_row),
+           pg_catalog.array_agg(t.evidence_id) FILTER (WHERE NOT t.has_row),
+           pg_catalog.array_agg(t.team_id ORDER BY t.team_id, t.evidence_id),
            pg_catalog.array_agg(t.evidence_id ORDER BY t.team_id, t.evidence_id)
-    INTO held_teams, held_evidence
-    FROM (SELECT DISTINCT k.team_id, k.evidence_id
-          FROM ROWS FROM (pg_catalog.unnest(team_ids), pg_catalog.unnest(evidence_ids)) AS k (team_id, evidence_id)) AS t
-    WHERE NOT EXISTS (SELECT 1 FROM inserted AS i WHERE i.team_id = t.team_id AND i.evidence_id = t.evidence_id);
+    INTO fresh_teams, fresh_evidence, held_teams, held_evidence
+    FROM (SELECT p.team_id, p.evidence_id, s.evidence_id IS NOT NULL AS has_row
+          FROM (SELECT DISTINCT k.team_id, k.evidence_id
+                FROM ROWS FROM (pg_catalog.unnest(team_ids), pg_catalog.unnest(evidence_ids))
+                    AS k (team_id, evidence_id)) AS p
+          LEFT JOIN dm_private.evidence_link_endpoints AS s
+            ON s.team_id = p.team_id AND s.evidence_id = p.evidence_id) AS t;
+    IF fresh_teams IS NOT NULL THEN
+        WITH inserted AS (
+            INSERT INTO dm_private.evidence_link_endpoints AS s (team_id, evidence_id, entity_ids, link_count,
+                                                                owner_ids, earliest_known_to)
+            SELECT c.team_id, c.evidence_id, c.entity_ids, c.link_count, c.owner_ids, c.earliest_known_to
+            FROM dm_private.evidence_link_endpoints_count(fresh_teams, fresh_evidence) AS c
+            WHERE c.link_count > 0
+            ON CONFLICT ON CONSTRAINT evidence_link_endpoints_pkey DO NOTHING
+            RETURNING s.team_id, s.evidence_id
+        )
+        SELECT pg_catalog.array_agg(t.team_id ORDER BY t.team_id, t.evidence_id),
+               pg_catalog.array_agg(t.evidence_id ORDER BY t.team_id, t.evidence_id)
+        INTO held_teams, held_evidence
+        FROM ROWS FROM (pg_catalog.unnest(held_teams), pg_catalog.unnest(held_evidence)) AS t (team_id, evidence_id)
+        WHERE NOT EXISTS (SELECT 1 FROM inserted AS i WHERE i.team_id = t.team_id AND i.evidence_id = t.evidence_id);
+    END IF;
     IF held_teams IS NULL THEN
         RETURN;
     END IF;
