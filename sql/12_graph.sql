@@ -279,37 +279,50 @@ COMMENT ON FUNCTION dm_private.evidence_links_inserted() IS
 'Trigger (statement, after INSERT on relationship_evidence): adds the evidence_entity_links rows of new accepted links to eligible relationships.';
 
 -- After UPDATE on relationship_evidence: a link whose key or accepted flag
--- changed is removed and re-added from its new row (span-only updates, as
--- erasure makes, change nothing).
+-- changed is removed and re-added from its new row. Each statement runs
+-- only when it has a row to change: every statement on evidence_entity_links
+-- fires the evidence_link_endpoints recount (0073) even when it changes no
+-- row, and the common update (erasure's span-only one) changes none.
 CREATE OR REPLACE FUNCTION dm_private.evidence_links_updated()
 RETURNS trigger
 LANGUAGE plpgsql
 SET search_path = ''
 AS $$
 BEGIN
-    DELETE FROM dm_private.evidence_entity_links AS l
-    USING old_rows AS o
-    WHERE l.team_id = o.team_id AND l.evidence_id = o.evidence_id AND l.relationship_id = o.relationship_id
-      AND NOT EXISTS (SELECT 1 FROM new_rows AS n
-                      WHERE n.team_id = o.team_id AND n.evidence_id = o.evidence_id
-                        AND n.relationship_id = o.relationship_id AND n.accepted = o.accepted);
-    INSERT INTO dm_private.evidence_entity_links AS l (team_id, evidence_id, relationship_id, subject_entity_id,
-                                                       object_entity_id, owner_profile_id, known_to)
-    SELECT n.team_id, n.evidence_id, n.relationship_id, r.subject_entity_id, r.object_entity_id, r.owner_profile_id,
-           r.known_to
-    FROM new_rows AS n
-    JOIN dm_private.relationships AS r ON r.team_id = n.team_id AND r.relationship_id = n.relationship_id
-    WHERE n.accepted
-      AND r.status = 'active' AND r.tier IN ('validated_claim', 'fact')
-      AND NOT EXISTS (SELECT 1 FROM old_rows AS o
-                      WHERE o.team_id = n.team_id AND o.evidence_id = n.evidence_id
-                        AND o.relationship_id = n.relationship_id AND o.accepted = n.accepted)
-    ON CONFLICT ON CONSTRAINT evidence_entity_links_pkey DO NOTHING;
+    IF EXISTS (SELECT 1 FROM old_rows AS o
+               WHERE NOT EXISTS (SELECT 1 FROM new_rows AS n
+                                 WHERE n.team_id = o.team_id AND n.evidence_id = o.evidence_id
+                                   AND n.relationship_id = o.relationship_id AND n.accepted = o.accepted)) THEN
+        DELETE FROM dm_private.evidence_entity_links AS l
+        USING old_rows AS o
+        WHERE l.team_id = o.team_id AND l.evidence_id = o.evidence_id AND l.relationship_id = o.relationship_id
+          AND NOT EXISTS (SELECT 1 FROM new_rows AS n
+                          WHERE n.team_id = o.team_id AND n.evidence_id = o.evidence_id
+                            AND n.relationship_id = o.relationship_id AND n.accepted = o.accepted);
+    END IF;
+    IF EXISTS (SELECT 1 FROM new_rows AS n
+               WHERE n.accepted
+                 AND NOT EXISTS (SELECT 1 FROM old_rows AS o
+                                 WHERE o.team_id = n.team_id AND o.evidence_id = n.evidence_id
+                                   AND o.relationship_id = n.relationship_id AND o.accepted = n.accepted)) THEN
+        INSERT INTO dm_private.evidence_entity_links AS l (team_id, evidence_id, relationship_id, subject_entity_id,
+                                                           object_entity_id, owner_profile_id, known_to)
+        SELECT n.team_id, n.evidence_id, n.relationship_id, r.subject_entity_id, r.object_entity_id,
+               r.owner_profile_id, r.known_to
+        FROM new_rows AS n
+        JOIN dm_private.relationships AS r ON r.team_id = n.team_id AND r.relationship_id = n.relationship_id
+        WHERE n.accepted
+          AND r.status = 'active' AND r.tier IN ('validated_claim', 'fact')
+          AND NOT EXISTS (SELECT 1 FROM old_rows AS o
+                          WHERE o.team_id = n.team_id AND o.evidence_id = n.evidence_id
+                            AND o.relationship_id = n.relationship_id AND o.accepted = n.accepted)
+        ON CONFLICT ON CONSTRAINT evidence_entity_links_pkey DO NOTHING;
+    END IF;
     RETURN NULL;
 END
 $$;
 COMMENT ON FUNCTION dm_private.evidence_links_updated() IS
-'Trigger (statement, after UPDATE on relationship_evidence): a link whose key or accepted flag changed leaves evidence_entity_links and comes back from its new row when accepted and eligible.';
+'Trigger (statement, after UPDATE on relationship_evidence): a link whose key or accepted flag changed leaves evidence_entity_links and comes back from its new row when accepted and eligible (no statement on the links when nothing changed).';
 
 -- After DELETE on relationship_evidence: the links go with it.
 CREATE OR REPLACE FUNCTION dm_private.evidence_links_deleted()
@@ -327,46 +340,82 @@ $$;
 COMMENT ON FUNCTION dm_private.evidence_links_deleted() IS
 'Trigger (statement, after DELETE on relationship_evidence): removes the matching evidence_entity_links rows.';
 
--- After UPDATE on relationships: a relationship whose status, tier,
--- endpoints, owner or recorded end changed gets its links rebuilt from its
--- accepted relationship_evidence rows (none when it is no longer eligible).
+-- After UPDATE on relationships: the links of a relationship whose status,
+-- tier, endpoints, owner or recorded end changed follow it. Its links are
+-- keyed by (team, evidence, relationship) and hold its accepted evidence
+-- rows, which an update of the relationship does not change, so:
+--   eligible before and after (a recorded end, new endpoints or owner):
+--     the links are updated in place;
+--   eligible before only (superseded, retracted, quarantined): deleted;
+--   eligible after only (verified, released): inserted;
+--   neither, or only status and tier moved within eligibility: untouched.
+-- Each statement runs only when it has rows: every statement on
+-- evidence_entity_links fires the evidence_link_endpoints recount (0073),
+-- and an update in place recounts the evidence once, with both transition
+-- tables, where a delete and a re-insert recounted it twice (session 12:
+-- 2.8 M of a 4.2 M instruction recorded-end update of one relationship).
 CREATE OR REPLACE FUNCTION dm_private.relationship_links_updated()
 RETURNS trigger
 LANGUAGE plpgsql
 SET search_path = ''
 AS $$
 DECLARE
-    changed_teams uuid [];
-    changed_ids uuid [];
+    kept_teams uuid [];
+    kept_ids uuid [];
+    dropped_teams uuid [];
+    dropped_ids uuid [];
+    added_teams uuid [];
+    added_ids uuid [];
 BEGIN
-    SELECT pg_catalog.array_agg(n.team_id), pg_catalog.array_agg(n.relationship_id)
-    INTO changed_teams, changed_ids
-    FROM new_rows AS n
-    JOIN old_rows AS o ON o.team_id = n.team_id AND o.relationship_id = n.relationship_id
-    WHERE (o.status, o.tier, o.subject_entity_id, o.object_entity_id, o.owner_profile_id, o.known_to)
-          IS DISTINCT FROM (n.status, n.tier, n.subject_entity_id, n.object_entity_id, n.owner_profile_id, n.known_to);
-    IF changed_ids IS NULL THEN
-        RETURN NULL;
+    SELECT pg_catalog.array_agg(c.team_id) FILTER (WHERE c.was_eligible AND c.is_eligible AND c.link_changed),
+           pg_catalog.array_agg(c.relationship_id) FILTER (WHERE c.was_eligible AND c.is_eligible AND c.link_changed),
+           pg_catalog.array_agg(c.team_id) FILTER (WHERE c.was_eligible AND NOT c.is_eligible),
+           pg_catalog.array_agg(c.relationship_id) FILTER (WHERE c.was_eligible AND NOT c.is_eligible),
+           pg_catalog.array_agg(c.team_id) FILTER (WHERE c.is_eligible AND NOT c.was_eligible),
+           pg_catalog.array_agg(c.relationship_id) FILTER (WHERE c.is_eligible AND NOT c.was_eligible)
+    INTO kept_teams, kept_ids, dropped_teams, dropped_ids, added_teams, added_ids
+    FROM (SELECT n.team_id, n.relationship_id,
+                 o.status = 'active' AND o.tier IN ('validated_claim', 'fact') AS was_eligible,
+                 n.status = 'active' AND n.tier IN ('validated_claim', 'fact') AS is_eligible,
+                 (o.subject_entity_id, o.object_entity_id, o.owner_profile_id, o.known_to)
+                 IS DISTINCT FROM (n.subject_entity_id, n.object_entity_id, n.owner_profile_id, n.known_to)
+                     AS link_changed
+          FROM new_rows AS n
+          JOIN old_rows AS o ON o.team_id = n.team_id AND o.relationship_id = n.relationship_id
+          WHERE (o.status, o.tier, o.subject_entity_id, o.object_entity_id, o.owner_profile_id, o.known_to)
+                IS DISTINCT FROM (n.status, n.tier, n.subject_entity_id, n.object_entity_id, n.owner_profile_id,
+                                  n.known_to)) AS c;
+    IF kept_ids IS NOT NULL THEN
+        UPDATE dm_private.evidence_entity_links AS l
+        SET subject_entity_id = n.subject_entity_id, object_entity_id = n.object_entity_id,
+            owner_profile_id = n.owner_profile_id, known_to = n.known_to
+        FROM ROWS FROM (pg_catalog.unnest(kept_teams), pg_catalog.unnest(kept_ids)) AS c (team_id, relationship_id)
+        JOIN new_rows AS n ON n.team_id = c.team_id AND n.relationship_id = c.relationship_id
+        WHERE l.team_id = c.team_id AND l.relationship_id = c.relationship_id;
     END IF;
-    DELETE FROM dm_private.evidence_entity_links AS l
-    USING ROWS FROM (pg_catalog.unnest(changed_teams), pg_catalog.unnest(changed_ids)) AS c (team_id, relationship_id)
-    WHERE l.team_id = c.team_id AND l.relationship_id = c.relationship_id;
-    INSERT INTO dm_private.evidence_entity_links AS l (team_id, evidence_id, relationship_id, subject_entity_id,
-                                                       object_entity_id, owner_profile_id, known_to)
-    SELECT re.team_id, re.evidence_id, re.relationship_id, n.subject_entity_id, n.object_entity_id,
-           n.owner_profile_id, n.known_to
-    FROM ROWS FROM (pg_catalog.unnest(changed_teams), pg_catalog.unnest(changed_ids)) AS c (team_id, relationship_id)
-    JOIN new_rows AS n ON n.team_id = c.team_id AND n.relationship_id = c.relationship_id
-    JOIN dm_private.relationship_evidence AS re
-      ON re.team_id = c.team_id AND re.relationship_id = c.relationship_id
-    WHERE re.accepted
-      AND n.status = 'active' AND n.tier IN ('validated_claim', 'fact')
-    ON CONFLICT ON CONSTRAINT evidence_entity_links_pkey DO NOTHING;
+    IF dropped_ids IS NOT NULL THEN
+        DELETE FROM dm_private.evidence_entity_links AS l
+        USING ROWS FROM (pg_catalog.unnest(dropped_teams), pg_catalog.unnest(dropped_ids))
+            AS c (team_id, relationship_id)
+        WHERE l.team_id = c.team_id AND l.relationship_id = c.relationship_id;
+    END IF;
+    IF added_ids IS NOT NULL THEN
+        INSERT INTO dm_private.evidence_entity_links AS l (team_id, evidence_id, relationship_id, subject_entity_id,
+                                                           object_entity_id, owner_profile_id, known_to)
+        SELECT re.team_id, re.evidence_id, re.relationship_id, n.subject_entity_id, n.object_entity_id,
+               n.owner_profile_id, n.known_to
+        FROM ROWS FROM (pg_catalog.unnest(added_teams), pg_catalog.unnest(added_ids)) AS c (team_id, relationship_id)
+        JOIN new_rows AS n ON n.team_id = c.team_id AND n.relationship_id = c.relationship_id
+        JOIN dm_private.relationship_evidence AS re
+          ON re.team_id = c.team_id AND re.relationship_id = c.relationship_id
+        WHERE re.accepted
+        ON CONFLICT ON CONSTRAINT evidence_entity_links_pkey DO NOTHING;
+    END IF;
     RETURN NULL;
 END
 $$;
 COMMENT ON FUNCTION dm_private.relationship_links_updated() IS
-'Trigger (statement, after UPDATE on relationships): rebuilds the evidence_entity_links rows of relationships whose status, tier, endpoints, owner or recorded end changed.';
+'Trigger (statement, after UPDATE on relationships): the evidence_entity_links rows of relationships whose status, tier, endpoints, owner or recorded end changed follow them: updated in place while eligible, deleted when they leave eligibility, inserted from their accepted evidence when they enter it.';
 
 -- TRUNCATE has no transition table: the links are emptied with it.
 CREATE OR REPLACE FUNCTION dm_private.evidence_links_truncated()
@@ -425,28 +474,37 @@ DECLARE
     held_evidence uuid [];
 BEGIN
     -- Evidence with no row yet (a bulk load: all of it) is counted once and
-    -- inserted; evidence with a row is only locked and recounted below.
-    SELECT pg_catalog.array_agg(t.team_id), pg_catalog.array_agg(t.evidence_id)
-    INTO fresh_teams, fresh_evidence
-    FROM (SELECT DISTINCT k.team_id, k.evidence_id
-          FROM ROWS FROM (pg_catalog.unnest(team_ids), pg_catalog.unnest(evidence_ids)) AS k (team_id, evidence_id)) AS t
-    WHERE NOT EXISTS (SELECT 1 FROM dm_private.evidence_link_endpoints AS s
-                      WHERE s.team_id = t.team_id AND s.evidence_id = t.evidence_id);
-    WITH inserted AS (
-        INSERT INTO dm_private.evidence_link_endpoints AS s (team_id, evidence_id, entity_ids, link_count,
-                                                            owner_ids, earliest_known_to)
-        SELECT c.team_id, c.evidence_id, c.entity_ids, c.link_count, c.owner_ids, c.earliest_known_to
-        FROM dm_private.evidence_link_endpoints_count(fresh_teams, fresh_evidence) AS c
-        WHERE c.link_count > 0
-        ON CONFLICT ON CONSTRAINT evidence_link_endpoints_pkey DO NOTHING
-        RETURNING s.team_id, s.evidence_id
-    )
-    SELECT pg_catalog.array_agg(t.team_id ORDER BY t.team_id, t.evidence_id),
+    -- inserted; evidence with a row is only locked and recounted below. The
+    -- same statement sorts every pair for the lock, so when all of them
+    -- have a row (an update or a delete of links: the common case, session
+    -- 13) the insert statement is not run at all.
+    SELECT pg_catalog.array_agg(t.team_id) FILTER (WHERE NOT t.has_row),
+           pg_catalog.array_agg(t.evidence_id) FILTER (WHERE NOT t.has_row),
+           pg_catalog.array_agg(t.team_id ORDER BY t.team_id, t.evidence_id),
            pg_catalog.array_agg(t.evidence_id ORDER BY t.team_id, t.evidence_id)
-    INTO held_teams, held_evidence
-    FROM (SELECT DISTINCT k.team_id, k.evidence_id
-          FROM ROWS FROM (pg_catalog.unnest(team_ids), pg_catalog.unnest(evidence_ids)) AS k (team_id, evidence_id)) AS t
-    WHERE NOT EXISTS (SELECT 1 FROM inserted AS i WHERE i.team_id = t.team_id AND i.evidence_id = t.evidence_id);
+    INTO fresh_teams, fresh_evidence, held_teams, held_evidence
+    FROM (SELECT p.team_id, p.evidence_id, s.evidence_id IS NOT NULL AS has_row
+          FROM (SELECT DISTINCT k.team_id, k.evidence_id
+                FROM ROWS FROM (pg_catalog.unnest(team_ids), pg_catalog.unnest(evidence_ids))
+                    AS k (team_id, evidence_id)) AS p
+          LEFT JOIN dm_private.evidence_link_endpoints AS s
+            ON s.team_id = p.team_id AND s.evidence_id = p.evidence_id) AS t;
+    IF fresh_teams IS NOT NULL THEN
+        WITH inserted AS (
+            INSERT INTO dm_private.evidence_link_endpoints AS s (team_id, evidence_id, entity_ids, link_count,
+                                                                owner_ids, earliest_known_to)
+            SELECT c.team_id, c.evidence_id, c.entity_ids, c.link_count, c.owner_ids, c.earliest_known_to
+            FROM dm_private.evidence_link_endpoints_count(fresh_teams, fresh_evidence) AS c
+            WHERE c.link_count > 0
+            ON CONFLICT ON CONSTRAINT evidence_link_endpoints_pkey DO NOTHING
+            RETURNING s.team_id, s.evidence_id
+        )
+        SELECT pg_catalog.array_agg(t.team_id ORDER BY t.team_id, t.evidence_id),
+               pg_catalog.array_agg(t.evidence_id ORDER BY t.team_id, t.evidence_id)
+        INTO held_teams, held_evidence
+        FROM ROWS FROM (pg_catalog.unnest(held_teams), pg_catalog.unnest(held_evidence)) AS t (team_id, evidence_id)
+        WHERE NOT EXISTS (SELECT 1 FROM inserted AS i WHERE i.team_id = t.team_id AND i.evidence_id = t.evidence_id);
+    END IF;
     IF held_teams IS NULL THEN
         RETURN;
     END IF;

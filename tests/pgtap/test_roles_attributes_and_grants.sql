@@ -256,7 +256,13 @@ VALUES
      'SELECT', 'densemem_embedder'),
     ('dm_private.search_documents',
      'search_state, embed_attempts, last_error, claimed_until, pending_since, updated_at',
-     'UPDATE', 'densemem_embedder');
+     'UPDATE', 'densemem_embedder'),
+    -- 0081: the relationship trigger updates an eligible relationship's links
+    -- in place (one endpoint recount); only the columns copied from the
+    -- relationship, never the key, so no link moves to another team.
+    ('dm_private.evidence_entity_links',
+     'subject_entity_id, object_entity_id, owner_profile_id, known_to',
+     'UPDATE', 'densemem_app');
 
 CREATE TEMPORARY VIEW dm_relations AS
 SELECT c.oid AS table_oid, c.relowner, c.relacl,

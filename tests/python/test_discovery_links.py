@@ -9,7 +9,9 @@ that relationship's endpoints, owner and recorded end: the oracle below
 recomputes that from the authoritative tables. The service role sees only its
 own team's links. evidence_link_endpoints (migration 0073, proximity's
 per-evidence read) must stay the summary of those links after the same
-writes, and after direct writes to the links themselves.
+writes, and after direct writes to the links themselves. The service role
+may update a link's copied columns in place (0081, session 13: one endpoint
+recount per relationship update) but only inside its team, and never its key.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import uuid
 from typing import Any
 
 import psycopg
+import pytest
 
 from densemem.store import write
 from densemem.store.session import Principal, acting_as
@@ -330,3 +333,66 @@ def test_endpoints_of_one_evidence_written_at_once(db_url: str, admin_conn: psyc
         assert row is not None and row[1] == expected
     assert row is not None and sorted(row[0]) == sorted(entities)
     _check_endpoints(admin_conn)
+
+
+def _verified_link(
+    conn: psycopg.Connection[Any], team: uuid.UUID, who: dict[str, uuid.UUID], text: str
+) -> uuid.UUID:
+    """A team's fact supported by one evidence row: one link. Returns the relationship id."""
+    with acting_as(conn, Principal(team, who["alice"])) as cur:
+        (evidence,) = write.ingest_evidence(
+            cur, team_id=team, items=[{"text": text, "source": {"external_id": text, "kind": "chat"}}]
+        )
+        subject, obj = write.upsert_entities(cur, team_id=team, items=[{"name": "Ann"}, {"name": "Bob"}])
+        rel = write.assert_relationship(
+            cur,
+            team_id=team,
+            relationship={
+                "subject_entity_id": subject,
+                "predicate": "knows",
+                "object_entity_id": obj,
+                "evidence_ids": [evidence],
+            },
+        )
+    with acting_as(conn, Principal(team, who["carol"])) as cur:
+        write.record_verification(cur, team_id=team, relationship_id=rel, decision="fact")
+    return rel
+
+
+def test_service_updates_links_only_in_its_team(admin_conn: psycopg.Connection[Any]) -> None:
+    """0081 grants the service role UPDATE on the four columns a link copies from its relationship.
+    Row security keeps the update inside the acting team (another team's links match no row), and
+    the key columns are not granted, so no link moves to another team."""
+    team_a, who_a = _team(admin_conn, "links update team a", ["alice", "carol"])
+    team_b, who_b = _team(admin_conn, "links update team b", ["alice", "carol"])
+    rel_a = _verified_link(admin_conn, team_a, who_a, "Ann knows Bob.")
+    rel_b = _verified_link(admin_conn, team_b, who_b, "Ann knows Bob too.")
+    _check(admin_conn, 2)
+    before = admin_conn.execute(TABLE).fetchall()
+
+    with acting_as(admin_conn, Principal(team_a, who_a["alice"])) as cur:
+        cur.execute(
+            "UPDATE dm_private.evidence_entity_links SET known_to = '2030-01-01' "
+            "WHERE team_id = %s AND relationship_id = %s",
+            (team_b, rel_b),
+        )
+        assert cur.rowcount == 0
+        cur.execute("UPDATE dm_private.evidence_entity_links SET known_to = '2030-01-01'")
+        assert cur.rowcount == 1  # its own link only
+    after = admin_conn.execute(TABLE).fetchall()
+    assert [row for row in after if row[0] == team_b] == [row for row in before if row[0] == team_b]
+    assert [row[6] for row in after if row[0] == team_a] == [
+        admin_conn.execute("SELECT '2030-01-01'::timestamptz").fetchone()[0]
+    ]
+    _check_endpoints(admin_conn)
+
+    for column in ("team_id", "evidence_id", "relationship_id"):
+        with (
+            pytest.raises(psycopg.errors.InsufficientPrivilege, match="permission denied"),
+            acting_as(admin_conn, Principal(team_a, who_a["alice"])) as cur,
+        ):
+            cur.execute(
+                f"UPDATE dm_private.evidence_entity_links SET {column} = %s WHERE relationship_id = %s",
+                (team_b if column == "team_id" else uuid.uuid4(), rel_a),
+            )
+    assert admin_conn.execute(TABLE).fetchall() == after
