@@ -499,8 +499,11 @@ BEGIN
                 scored AS (
                     SELECT d.document_id, d.subject_id, n.distance
                     FROM nearest AS n
-                    JOIN dm_private.search_documents AS d ON d.team_id = team AND d.document_id = n.document_id
-                    WHERE d.document_version = n.document_version
+                    CROSS JOIN LATERAL (
+                    SELECT d.document_id, d.subject_id
+                    FROM dm_private.search_documents AS d
+                    WHERE d.team_id = team AND d.document_id = n.document_id
+                      AND d.document_version = n.document_version
                       AND d.source_version = n.source_version
                       AND d.subject_kind = 'evidence'
                       AND d.is_recallable
@@ -518,6 +521,7 @@ BEGIN
                                               AND (window_from IS NULL OR d.source_created_at >= window_from)
                                               AND (window_to IS NULL OR d.source_created_at <= window_to)))
                       AND d.subject_id <> ALL (known_ids)
+                    OFFSET 0) AS d
                     ORDER BY n.distance, d.subject_id
                     LIMIT cap)
                 SELECT ARRAY(
@@ -747,10 +751,11 @@ SET enable_hashjoin = off
 SET enable_mergejoin = off
 SET max_parallel_workers_per_gather = 0
 AS $walk$
-    SELECT pg_catalog.array_agg(ROW(h.branch, h.document_id, h.evidence_id, h.branch_rank, h.branch_score)
-                                ::dm_private.recall_branch_hit ORDER BY h.branch_rank)
-    FROM (
-        WITH nearest AS MATERIALIZED (
+    SELECT ARRAY(
+        SELECT ROW('vector', n.document_id, n.subject_id,
+                   (pg_catalog.row_number() OVER (ORDER BY n.distance OPERATOR(pg_catalog.+) 0, n.subject_id))::integer,
+                   n.distance)::dm_private.recall_branch_hit
+        FROM (
             SELECT d.document_id, d.subject_id,
                    ((e.embedding)::public.halfvec(%2$s) OPERATOR(public.<=>) $1) AS distance
             FROM dm_private.document_embeddings AS e
@@ -776,12 +781,8 @@ AS $walk$
                             AND d.subject_id <> ALL ($13)
                        THEN true ELSE false END
             ORDER BY ((e.embedding)::public.halfvec(%2$s) OPERATOR(public.<=>) $1)
-            LIMIT $2)
-        SELECT 'vector'::text AS branch, n.document_id, n.subject_id AS evidence_id,
-               (pg_catalog.row_number() OVER (ORDER BY n.distance, n.subject_id))::integer AS branch_rank,
-               n.distance::double precision AS branch_score
-        FROM nearest AS n
-        ORDER BY n.distance, n.subject_id) AS h
+            LIMIT $2) AS n
+        ORDER BY n.distance OPERATOR(pg_catalog.+) 0, n.subject_id)
 $walk$
 $ddl$, signature, dimensions, team_id, contract_id);
     EXECUTE pg_catalog.format('COMMENT ON FUNCTION %s IS %L', signature,
