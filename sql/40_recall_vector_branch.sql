@@ -110,6 +110,12 @@ BEGIN
         -- relaxed_order returns approximately ordered rows: take them in a
         -- materialised CTE, then sort exactly. The iterative scan keeps
         -- pulling index rows while the join and eligibility filter them out.
+        -- The exact sort is on distance + 0 (session 13): PostgreSQL 17+
+        -- carries the CTE's ORDER BY distance up to the outer query, which
+        -- then sorted only within runs of equal distance (an Incremental
+        -- Sort, presorted on distance), so a walk's hits were not always in
+        -- distance order; an expression on the distance is a key the
+        -- planner cannot take as presorted (pgvector's README does the same).
         RETURN pg_catalog.format($sql$
     WITH nearest AS MATERIALIZED (
         SELECT d.document_id, d.subject_id, %1$s AS distance
@@ -122,15 +128,17 @@ BEGIN
         ORDER BY %1$s
         LIMIT $2)
     SELECT 'vector'::text AS branch, n.document_id, n.subject_id AS evidence_id,
-           (pg_catalog.row_number() OVER (ORDER BY n.distance, n.subject_id))::integer AS branch_rank,
+           (pg_catalog.row_number() OVER (ORDER BY n.distance OPERATOR(pg_catalog.+) 0, n.subject_id))::integer AS branch_rank,
            n.distance::double precision AS branch_score
     FROM nearest AS n
-    ORDER BY n.distance, n.subject_id$sql$, distance_expr, team_id, contract_id, eligibility);
+    ORDER BY n.distance OPERATOR(pg_catalog.+) 0, n.subject_id$sql$, distance_expr, team_id, contract_id, eligibility);
     END IF;
     -- Exact: the team's nearest $15 vectors by distance alone (one range of
     -- the primary key), then the version match and eligibility on those.
     -- When that leaves fewer than $2, the caller runs it again with $15 NULL
     -- (every vector of the team), so the result is always the exact top $2.
+    -- Each prefix vector's document is probed by key, in distance order
+    -- (LATERAL ... OFFSET 0: see recall_vector_hits).
     RETURN pg_catalog.format($sql$
     WITH nearest AS MATERIALIZED (
         SELECT e.document_id, e.document_version, e.source_version, e.embedding OPERATOR(public.<=>) $1 AS distance
@@ -141,10 +149,14 @@ BEGIN
     scored AS (
         SELECT d.document_id, d.subject_id, n.distance
         FROM nearest AS n
-        JOIN dm_private.search_documents AS d ON d.team_id = %1$L::uuid AND d.document_id = n.document_id
-        WHERE d.document_version = n.document_version
-          AND d.source_version = n.source_version
-          %3$s
+        CROSS JOIN LATERAL (
+            SELECT d.document_id, d.subject_id
+            FROM dm_private.search_documents AS d
+            WHERE d.team_id = %1$L::uuid AND d.document_id = n.document_id
+              AND d.document_version = n.document_version
+              AND d.source_version = n.source_version
+              %3$s
+            OFFSET 0) AS d
         ORDER BY n.distance, d.subject_id
         LIMIT $2)
     SELECT 'vector'::text AS branch, s.document_id, s.subject_id AS evidence_id,
@@ -484,6 +496,15 @@ BEGIN
             -- (one more read of the materialised prefix; one statement, one
             -- plan for both sizes). It also replaces the separate count of
             -- the 4 x cap prefix the eligible-first condition used.
+            --
+            -- Session 13: each prefix vector's document is probed by key (a
+            -- LATERAL subquery, kept apart by OFFSET 0, so the probes run in
+            -- distance order and stop once cap rows are eligible: about 101
+            -- probes for an unfiltered request). Joined as a plain join, the
+            -- generic plan (the team's documents estimated at one row) read
+            -- every document of the team and hashed it, to match the 125
+            -- prefix rows: 1.45 M of a 3.68 M call on the 1M bench's 101-1k
+            -- bucket. Same rows, same order.
             prefix := cap * 4;
             IF NOT filtered AND cap + cap / 4 + pg_catalog.cardinality(known_ids) < cap * 4 THEN
                 prefix := cap + cap / 4 + pg_catalog.cardinality(known_ids);
@@ -500,28 +521,28 @@ BEGIN
                     SELECT d.document_id, d.subject_id, n.distance
                     FROM nearest AS n
                     CROSS JOIN LATERAL (
-                    SELECT d.document_id, d.subject_id
-                    FROM dm_private.search_documents AS d
-                    WHERE d.team_id = team AND d.document_id = n.document_id
-                      AND d.document_version = n.document_version
-                      AND d.source_version = n.source_version
-                      AND d.subject_kind = 'evidence'
-                      AND d.is_recallable
-                      AND d.owner_profile_id <> ALL (disabled)
-                      AND (d.valid_from IS NULL OR d.valid_from <= valid_at)
-                      AND (d.valid_to IS NULL OR d.valid_to > valid_at)
-                      AND (d.known_from IS NULL OR d.known_from <= known_at)
-                      AND (d.known_to IS NULL OR d.known_to > known_at)
-                      AND d.policy_labels <@ scopes
-                      AND (source_groups IS NULL OR d.source_group = ANY (source_groups))
-                      AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
-                      AND (created_after IS NULL OR d.source_created_at >= created_after)
-                      AND (created_before IS NULL OR d.source_created_at < created_before)
-                      AND (NOT has_window OR (d.source_created_at IS NOT NULL
-                                              AND (window_from IS NULL OR d.source_created_at >= window_from)
-                                              AND (window_to IS NULL OR d.source_created_at <= window_to)))
-                      AND d.subject_id <> ALL (known_ids)
-                    OFFSET 0) AS d
+                        SELECT d.document_id, d.subject_id
+                        FROM dm_private.search_documents AS d
+                        WHERE d.team_id = team AND d.document_id = n.document_id
+                          AND d.document_version = n.document_version
+                          AND d.source_version = n.source_version
+                          AND d.subject_kind = 'evidence'
+                          AND d.is_recallable
+                          AND d.owner_profile_id <> ALL (disabled)
+                          AND (d.valid_from IS NULL OR d.valid_from <= valid_at)
+                          AND (d.valid_to IS NULL OR d.valid_to > valid_at)
+                          AND (d.known_from IS NULL OR d.known_from <= known_at)
+                          AND (d.known_to IS NULL OR d.known_to > known_at)
+                          AND d.policy_labels <@ scopes
+                          AND (source_groups IS NULL OR d.source_group = ANY (source_groups))
+                          AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
+                          AND (created_after IS NULL OR d.source_created_at >= created_after)
+                          AND (created_before IS NULL OR d.source_created_at < created_before)
+                          AND (NOT has_window OR (d.source_created_at IS NOT NULL
+                                                  AND (window_from IS NULL OR d.source_created_at >= window_from)
+                                                  AND (window_to IS NULL OR d.source_created_at <= window_to)))
+                          AND d.subject_id <> ALL (known_ids)
+                        OFFSET 0) AS d
                     ORDER BY n.distance, d.subject_id
                     LIMIT cap)
                 SELECT ARRAY(
@@ -636,10 +657,10 @@ BEGIN
                 ORDER BY ((e.embedding)::public.halfvec(384) OPERATOR(public.<=>) q)
                 LIMIT cap)
             SELECT 'vector'::text AS branch, n.document_id, n.subject_id AS evidence_id,
-                   (pg_catalog.row_number() OVER (ORDER BY n.distance, n.subject_id))::integer AS branch_rank,
+                   (pg_catalog.row_number() OVER (ORDER BY n.distance OPERATOR(pg_catalog.+) 0, n.subject_id))::integer AS branch_rank,
                    n.distance::double precision AS branch_score
             FROM nearest AS n
-            ORDER BY n.distance, n.subject_id) AS h;
+            ORDER BY n.distance OPERATOR(pg_catalog.+) 0, n.subject_id) AS h;
         setting := pg_catalog.set_config('plan_cache_mode', 'force_generic_plan', true);
     ELSE
         statement := dm_private.recall_vector_sql(team, chosen.contract_id, chosen.dimensions, path);
@@ -728,6 +749,21 @@ BEGIN
     --   selectivity, and its ORs tried as bitmap paths. They are evaluated
     --   on the same rows with the same result (a NULL condition fails the
     --   CASE as it fails the WHERE clause).
+    -- Session 13: the walk sorts its hits fully and builds the array in one
+    -- pass. The walk's rows come in relaxed (approximate) order, and the
+    -- statement used to re-sort them by (distance, evidence id) over a
+    -- materialised CTE whose ORDER BY distance PostgreSQL 17+ carries up:
+    -- the planner then sorted only within runs of equal distance
+    -- (Incremental Sort, presorted on distance) and 110 of 1,940 captured
+    -- walks on the 1M bench had hits out of distance order (branch ranks
+    -- as walked, not by distance). Sorting on distance + 0, an expression
+    -- the planner cannot take as presorted, sorts fully; the walk stays a
+    -- LIMIT subquery (the LIMIT applies to the walk, not to a sorted
+    -- list), without a CTE's tuplestore, and ARRAY(... ORDER BY the window's
+    -- order) takes the window's output as it comes, where array_agg(...
+    -- ORDER BY branch_rank) sorted the 100 rows a second time. -0.3 M
+    -- instructions per call on the 1k-10k and 10k+ buckets; the same rows,
+    -- and the same hits wherever they were already in order.
     -- The parameters stay unnamed, as in the PL/pgSQL version (whose ALIAS
     -- names are the ones below): CREATE OR REPLACE may add names to a
     -- function but never remove or change them, so a named version could not
