@@ -137,8 +137,6 @@ BEGIN
     -- the primary key), then the version match and eligibility on those.
     -- When that leaves fewer than $2, the caller runs it again with $15 NULL
     -- (every vector of the team), so the result is always the exact top $2.
-    -- Each prefix vector's document is probed by key, in distance order
-    -- (LATERAL ... OFFSET 0: see recall_vector_hits).
     RETURN pg_catalog.format($sql$
     WITH nearest AS MATERIALIZED (
         SELECT e.document_id, e.document_version, e.source_version, e.embedding OPERATOR(public.<=>) $1 AS distance
@@ -149,14 +147,10 @@ BEGIN
     scored AS (
         SELECT d.document_id, d.subject_id, n.distance
         FROM nearest AS n
-        CROSS JOIN LATERAL (
-            SELECT d.document_id, d.subject_id
-            FROM dm_private.search_documents AS d
-            WHERE d.team_id = %1$L::uuid AND d.document_id = n.document_id
-              AND d.document_version = n.document_version
-              AND d.source_version = n.source_version
-              %3$s
-            OFFSET 0) AS d
+        JOIN dm_private.search_documents AS d ON d.team_id = %1$L::uuid AND d.document_id = n.document_id
+        WHERE d.document_version = n.document_version
+          AND d.source_version = n.source_version
+          %3$s
         ORDER BY n.distance, d.subject_id
         LIMIT $2)
     SELECT 'vector'::text AS branch, s.document_id, s.subject_id AS evidence_id,
@@ -497,34 +491,79 @@ BEGIN
             -- plan for both sizes). It also replaces the separate count of
             -- the 4 x cap prefix the eligible-first condition used.
             --
-            -- Session 13: each prefix vector's document is probed by key (a
-            -- LATERAL subquery, kept apart by OFFSET 0, so the probes run in
-            -- distance order and stop once cap rows are eligible: about 101
-            -- probes for an unfiltered request). Joined as a plain join, the
+            --
+            -- Session 13: the short prefix (unfiltered requests) probes each
+            -- prefix vector's document by key: a LATERAL subquery, kept apart
+            -- by OFFSET 0, so the probes run in distance order and stop once
+            -- cap rows are eligible (about 101 probes). As a plain join the
             -- generic plan (the team's documents estimated at one row) read
-            -- every document of the team and hashed it, to match the 125
+            -- every document of the team and hashed it to match the 125
             -- prefix rows: 1.45 M of a 3.68 M call on the 1M bench's 101-1k
-            -- bucket. Same rows, same order.
+            -- bucket. Its eligibility is the other statement's without the
+            -- filter predicates, which an unfiltered request makes true. The
+            -- 4 x cap prefix (filters, or the short prefix's answer not
+            -- provably exact) keeps the hashed join: under a filter the probes
+            -- would run up to 4 x cap times (a bitmap probe each, about 8 k
+            -- instructions, since enable_indexscan is off here) and cost more
+            -- than reading the team's documents once (one memory type +16 %,
+            -- an unknown source group +33 % per call, measured). Same rows,
+            -- same order either way.
             prefix := cap * 4;
             IF NOT filtered AND cap + cap / 4 + pg_catalog.cardinality(known_ids) < cap * 4 THEN
                 prefix := cap + cap / 4 + pg_catalog.cardinality(known_ids);
             END IF;
             LOOP
-                WITH nearest AS MATERIALIZED (
-                    SELECT e.document_id, e.document_version, e.source_version,
-                           e.embedding OPERATOR(public.<=>) q AS distance
-                    FROM dm_private.document_embeddings AS e
-                    WHERE e.team_id = team AND e.contract_id = chosen.contract_id
-                    ORDER BY distance
-                    LIMIT prefix),
-                scored AS (
-                    SELECT d.document_id, d.subject_id, n.distance
-                    FROM nearest AS n
-                    CROSS JOIN LATERAL (
-                        SELECT d.document_id, d.subject_id
-                        FROM dm_private.search_documents AS d
-                        WHERE d.team_id = team AND d.document_id = n.document_id
-                          AND d.document_version = n.document_version
+                IF prefix < cap * 4 THEN
+                    -- an unfiltered request's short prefix (no filter predicates to test)
+                    WITH nearest AS MATERIALIZED (
+                        SELECT e.document_id, e.document_version, e.source_version,
+                               e.embedding OPERATOR(public.<=>) q AS distance
+                        FROM dm_private.document_embeddings AS e
+                        WHERE e.team_id = team AND e.contract_id = chosen.contract_id
+                        ORDER BY distance
+                        LIMIT prefix),
+                    scored AS (
+                        SELECT d.document_id, d.subject_id, n.distance
+                        FROM nearest AS n
+                        CROSS JOIN LATERAL (
+                            SELECT d.document_id, d.subject_id
+                            FROM dm_private.search_documents AS d
+                            WHERE d.team_id = team AND d.document_id = n.document_id
+                              AND d.document_version = n.document_version
+                              AND d.source_version = n.source_version
+                              AND d.subject_kind = 'evidence'
+                              AND d.is_recallable
+                              AND d.owner_profile_id <> ALL (disabled)
+                              AND (d.valid_from IS NULL OR d.valid_from <= valid_at)
+                              AND (d.valid_to IS NULL OR d.valid_to > valid_at)
+                              AND (d.known_from IS NULL OR d.known_from <= known_at)
+                              AND (d.known_to IS NULL OR d.known_to > known_at)
+                              AND d.policy_labels <@ scopes
+                              AND d.subject_id <> ALL (known_ids)
+                            OFFSET 0) AS d
+                        ORDER BY n.distance, d.subject_id
+                        LIMIT cap)
+                    SELECT ARRAY(
+                               SELECT ROW('vector', s.document_id, s.subject_id,
+                                          (pg_catalog.row_number() OVER (ORDER BY s.distance, s.subject_id))::integer,
+                                          s.distance::double precision)::dm_private.recall_branch_hit
+                               FROM scored AS s
+                               ORDER BY s.distance, s.subject_id),
+                           (SELECT n.distance FROM nearest AS n OFFSET prefix - 1 LIMIT 1)
+                    INTO hits, prefix_last;
+                ELSE
+                    WITH nearest AS MATERIALIZED (
+                        SELECT e.document_id, e.document_version, e.source_version,
+                               e.embedding OPERATOR(public.<=>) q AS distance
+                        FROM dm_private.document_embeddings AS e
+                        WHERE e.team_id = team AND e.contract_id = chosen.contract_id
+                        ORDER BY distance
+                        LIMIT prefix),
+                    scored AS (
+                        SELECT d.document_id, d.subject_id, n.distance
+                        FROM nearest AS n
+                        JOIN dm_private.search_documents AS d ON d.team_id = team AND d.document_id = n.document_id
+                        WHERE d.document_version = n.document_version
                           AND d.source_version = n.source_version
                           AND d.subject_kind = 'evidence'
                           AND d.is_recallable
@@ -542,17 +581,17 @@ BEGIN
                                                   AND (window_from IS NULL OR d.source_created_at >= window_from)
                                                   AND (window_to IS NULL OR d.source_created_at <= window_to)))
                           AND d.subject_id <> ALL (known_ids)
-                        OFFSET 0) AS d
-                    ORDER BY n.distance, d.subject_id
-                    LIMIT cap)
-                SELECT ARRAY(
-                           SELECT ROW('vector', s.document_id, s.subject_id,
-                                      (pg_catalog.row_number() OVER (ORDER BY s.distance, s.subject_id))::integer,
-                                      s.distance::double precision)::dm_private.recall_branch_hit
-                           FROM scored AS s
-                           ORDER BY s.distance, s.subject_id),
-                       (SELECT n.distance FROM nearest AS n OFFSET prefix - 1 LIMIT 1)
-                INTO hits, prefix_last;
+                        ORDER BY n.distance, d.subject_id
+                        LIMIT cap)
+                    SELECT ARRAY(
+                               SELECT ROW('vector', s.document_id, s.subject_id,
+                                          (pg_catalog.row_number() OVER (ORDER BY s.distance, s.subject_id))::integer,
+                                          s.distance::double precision)::dm_private.recall_branch_hit
+                               FROM scored AS s
+                               ORDER BY s.distance, s.subject_id),
+                           (SELECT n.distance FROM nearest AS n OFFSET prefix - 1 LIMIT 1)
+                    INTO hits, prefix_last;
+                END IF;
                 EXIT WHEN prefix = cap * 4;
                 EXIT WHEN COALESCE(prefix_last IS NULL
                                    OR (pg_catalog.cardinality(hits) = cap AND (hits[cap]).branch_score < prefix_last),
