@@ -110,6 +110,12 @@ BEGIN
         -- relaxed_order returns approximately ordered rows: take them in a
         -- materialised CTE, then sort exactly. The iterative scan keeps
         -- pulling index rows while the join and eligibility filter them out.
+        -- The exact sort is on distance + 0 (session 13): PostgreSQL 17+
+        -- carries the CTE's ORDER BY distance up to the outer query, which
+        -- then sorted only within runs of equal distance (an Incremental
+        -- Sort, presorted on distance), so a walk's hits were not always in
+        -- distance order; an expression on the distance is a key the
+        -- planner cannot take as presorted (pgvector's README does the same).
         RETURN pg_catalog.format($sql$
     WITH nearest AS MATERIALIZED (
         SELECT d.document_id, d.subject_id, %1$s AS distance
@@ -122,10 +128,10 @@ BEGIN
         ORDER BY %1$s
         LIMIT $2)
     SELECT 'vector'::text AS branch, n.document_id, n.subject_id AS evidence_id,
-           (pg_catalog.row_number() OVER (ORDER BY n.distance, n.subject_id))::integer AS branch_rank,
+           (pg_catalog.row_number() OVER (ORDER BY n.distance OPERATOR(pg_catalog.+) 0, n.subject_id))::integer AS branch_rank,
            n.distance::double precision AS branch_score
     FROM nearest AS n
-    ORDER BY n.distance, n.subject_id$sql$, distance_expr, team_id, contract_id, eligibility);
+    ORDER BY n.distance OPERATOR(pg_catalog.+) 0, n.subject_id$sql$, distance_expr, team_id, contract_id, eligibility);
     END IF;
     -- Exact: the team's nearest $15 vectors by distance alone (one range of
     -- the primary key), then the version match and eligibility on those.
@@ -484,50 +490,108 @@ BEGIN
             -- (one more read of the materialised prefix; one statement, one
             -- plan for both sizes). It also replaces the separate count of
             -- the 4 x cap prefix the eligible-first condition used.
+            --
+            --
+            -- Session 13: the short prefix (unfiltered requests) probes each
+            -- prefix vector's document by key: a LATERAL subquery, kept apart
+            -- by OFFSET 0, so the probes run in distance order and stop once
+            -- cap rows are eligible (about 101 probes). As a plain join the
+            -- generic plan (the team's documents estimated at one row) read
+            -- every document of the team and hashed it to match the 125
+            -- prefix rows: 1.45 M of a 3.68 M call on the 1M bench's 101-1k
+            -- bucket. Its eligibility is the other statement's without the
+            -- filter predicates, which an unfiltered request makes true. The
+            -- 4 x cap prefix (filters, or the short prefix's answer not
+            -- provably exact) keeps the hashed join: under a filter the probes
+            -- would run up to 4 x cap times (a bitmap probe each, about 8 k
+            -- instructions, since enable_indexscan is off here) and cost more
+            -- than reading the team's documents once (one memory type +16 %,
+            -- an unknown source group +33 % per call, measured). Same rows,
+            -- same order either way.
             prefix := cap * 4;
             IF NOT filtered AND cap + cap / 4 + pg_catalog.cardinality(known_ids) < cap * 4 THEN
                 prefix := cap + cap / 4 + pg_catalog.cardinality(known_ids);
             END IF;
             LOOP
-                WITH nearest AS MATERIALIZED (
-                    SELECT e.document_id, e.document_version, e.source_version,
-                           e.embedding OPERATOR(public.<=>) q AS distance
-                    FROM dm_private.document_embeddings AS e
-                    WHERE e.team_id = team AND e.contract_id = chosen.contract_id
-                    ORDER BY distance
-                    LIMIT prefix),
-                scored AS (
-                    SELECT d.document_id, d.subject_id, n.distance
-                    FROM nearest AS n
-                    JOIN dm_private.search_documents AS d ON d.team_id = team AND d.document_id = n.document_id
-                    WHERE d.document_version = n.document_version
-                      AND d.source_version = n.source_version
-                      AND d.subject_kind = 'evidence'
-                      AND d.is_recallable
-                      AND d.owner_profile_id <> ALL (disabled)
-                      AND (d.valid_from IS NULL OR d.valid_from <= valid_at)
-                      AND (d.valid_to IS NULL OR d.valid_to > valid_at)
-                      AND (d.known_from IS NULL OR d.known_from <= known_at)
-                      AND (d.known_to IS NULL OR d.known_to > known_at)
-                      AND d.policy_labels <@ scopes
-                      AND (source_groups IS NULL OR d.source_group = ANY (source_groups))
-                      AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
-                      AND (created_after IS NULL OR d.source_created_at >= created_after)
-                      AND (created_before IS NULL OR d.source_created_at < created_before)
-                      AND (NOT has_window OR (d.source_created_at IS NOT NULL
-                                              AND (window_from IS NULL OR d.source_created_at >= window_from)
-                                              AND (window_to IS NULL OR d.source_created_at <= window_to)))
-                      AND d.subject_id <> ALL (known_ids)
-                    ORDER BY n.distance, d.subject_id
-                    LIMIT cap)
-                SELECT ARRAY(
-                           SELECT ROW('vector', s.document_id, s.subject_id,
-                                      (pg_catalog.row_number() OVER (ORDER BY s.distance, s.subject_id))::integer,
-                                      s.distance::double precision)::dm_private.recall_branch_hit
-                           FROM scored AS s
-                           ORDER BY s.distance, s.subject_id),
-                       (SELECT n.distance FROM nearest AS n OFFSET prefix - 1 LIMIT 1)
-                INTO hits, prefix_last;
+                IF prefix < cap * 4 THEN
+                    -- an unfiltered request's short prefix (no filter predicates to test)
+                    WITH nearest AS MATERIALIZED (
+                        SELECT e.document_id, e.document_version, e.source_version,
+                               e.embedding OPERATOR(public.<=>) q AS distance
+                        FROM dm_private.document_embeddings AS e
+                        WHERE e.team_id = team AND e.contract_id = chosen.contract_id
+                        ORDER BY distance
+                        LIMIT prefix),
+                    scored AS (
+                        SELECT d.document_id, d.subject_id, n.distance
+                        FROM nearest AS n
+                        CROSS JOIN LATERAL (
+                            SELECT d.document_id, d.subject_id
+                            FROM dm_private.search_documents AS d
+                            WHERE d.team_id = team AND d.document_id = n.document_id
+                              AND d.document_version = n.document_version
+                              AND d.source_version = n.source_version
+                              AND d.subject_kind = 'evidence'
+                              AND d.is_recallable
+                              AND d.owner_profile_id <> ALL (disabled)
+                              AND (d.valid_from IS NULL OR d.valid_from <= valid_at)
+                              AND (d.valid_to IS NULL OR d.valid_to > valid_at)
+                              AND (d.known_from IS NULL OR d.known_from <= known_at)
+                              AND (d.known_to IS NULL OR d.known_to > known_at)
+                              AND d.policy_labels <@ scopes
+                              AND d.subject_id <> ALL (known_ids)
+                            OFFSET 0) AS d
+                        ORDER BY n.distance, d.subject_id
+                        LIMIT cap)
+                    SELECT ARRAY(
+                               SELECT ROW('vector', s.document_id, s.subject_id,
+                                          (pg_catalog.row_number() OVER (ORDER BY s.distance, s.subject_id))::integer,
+                                          s.distance::double precision)::dm_private.recall_branch_hit
+                               FROM scored AS s
+                               ORDER BY s.distance, s.subject_id),
+                           (SELECT n.distance FROM nearest AS n OFFSET prefix - 1 LIMIT 1)
+                    INTO hits, prefix_last;
+                ELSE
+                    WITH nearest AS MATERIALIZED (
+                        SELECT e.document_id, e.document_version, e.source_version,
+                               e.embedding OPERATOR(public.<=>) q AS distance
+                        FROM dm_private.document_embeddings AS e
+                        WHERE e.team_id = team AND e.contract_id = chosen.contract_id
+                        ORDER BY distance
+                        LIMIT prefix),
+                    scored AS (
+                        SELECT d.document_id, d.subject_id, n.distance
+                        FROM nearest AS n
+                        JOIN dm_private.search_documents AS d ON d.team_id = team AND d.document_id = n.document_id
+                        WHERE d.document_version = n.document_version
+                          AND d.source_version = n.source_version
+                          AND d.subject_kind = 'evidence'
+                          AND d.is_recallable
+                          AND d.owner_profile_id <> ALL (disabled)
+                          AND (d.valid_from IS NULL OR d.valid_from <= valid_at)
+                          AND (d.valid_to IS NULL OR d.valid_to > valid_at)
+                          AND (d.known_from IS NULL OR d.known_from <= known_at)
+                          AND (d.known_to IS NULL OR d.known_to > known_at)
+                          AND d.policy_labels <@ scopes
+                          AND (source_groups IS NULL OR d.source_group = ANY (source_groups))
+                          AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
+                          AND (created_after IS NULL OR d.source_created_at >= created_after)
+                          AND (created_before IS NULL OR d.source_created_at < created_before)
+                          AND (NOT has_window OR (d.source_created_at IS NOT NULL
+                                                  AND (window_from IS NULL OR d.source_created_at >= window_from)
+                                                  AND (window_to IS NULL OR d.source_created_at <= window_to)))
+                          AND d.subject_id <> ALL (known_ids)
+                        ORDER BY n.distance, d.subject_id
+                        LIMIT cap)
+                    SELECT ARRAY(
+                               SELECT ROW('vector', s.document_id, s.subject_id,
+                                          (pg_catalog.row_number() OVER (ORDER BY s.distance, s.subject_id))::integer,
+                                          s.distance::double precision)::dm_private.recall_branch_hit
+                               FROM scored AS s
+                               ORDER BY s.distance, s.subject_id),
+                           (SELECT n.distance FROM nearest AS n OFFSET prefix - 1 LIMIT 1)
+                    INTO hits, prefix_last;
+                END IF;
                 EXIT WHEN prefix = cap * 4;
                 EXIT WHEN COALESCE(prefix_last IS NULL
                                    OR (pg_catalog.cardinality(hits) = cap AND (hits[cap]).branch_score < prefix_last),
@@ -632,10 +696,10 @@ BEGIN
                 ORDER BY ((e.embedding)::public.halfvec(384) OPERATOR(public.<=>) q)
                 LIMIT cap)
             SELECT 'vector'::text AS branch, n.document_id, n.subject_id AS evidence_id,
-                   (pg_catalog.row_number() OVER (ORDER BY n.distance, n.subject_id))::integer AS branch_rank,
+                   (pg_catalog.row_number() OVER (ORDER BY n.distance OPERATOR(pg_catalog.+) 0, n.subject_id))::integer AS branch_rank,
                    n.distance::double precision AS branch_score
             FROM nearest AS n
-            ORDER BY n.distance, n.subject_id) AS h;
+            ORDER BY n.distance OPERATOR(pg_catalog.+) 0, n.subject_id) AS h;
         setting := pg_catalog.set_config('plan_cache_mode', 'force_generic_plan', true);
     ELSE
         statement := dm_private.recall_vector_sql(team, chosen.contract_id, chosen.dimensions, path);
@@ -724,6 +788,21 @@ BEGIN
     --   selectivity, and its ORs tried as bitmap paths. They are evaluated
     --   on the same rows with the same result (a NULL condition fails the
     --   CASE as it fails the WHERE clause).
+    -- Session 13: the walk sorts its hits fully and builds the array in one
+    -- pass. The walk's rows come in relaxed (approximate) order, and the
+    -- statement used to re-sort them by (distance, evidence id) over a
+    -- materialised CTE whose ORDER BY distance PostgreSQL 17+ carries up:
+    -- the planner then sorted only within runs of equal distance
+    -- (Incremental Sort, presorted on distance) and 110 of 1,940 captured
+    -- walks on the 1M bench had hits out of distance order (branch ranks
+    -- as walked, not by distance). Sorting on distance + 0, an expression
+    -- the planner cannot take as presorted, sorts fully; the walk stays a
+    -- LIMIT subquery (the LIMIT applies to the walk, not to a sorted
+    -- list), without a CTE's tuplestore, and ARRAY(... ORDER BY the window's
+    -- order) takes the window's output as it comes, where array_agg(...
+    -- ORDER BY branch_rank) sorted the 100 rows a second time. -0.3 M
+    -- instructions per call on the 1k-10k and 10k+ buckets; the same rows,
+    -- and the same hits wherever they were already in order.
     -- The parameters stay unnamed, as in the PL/pgSQL version (whose ALIAS
     -- names are the ones below): CREATE OR REPLACE may add names to a
     -- function but never remove or change them, so a named version could not
@@ -747,10 +826,11 @@ SET enable_hashjoin = off
 SET enable_mergejoin = off
 SET max_parallel_workers_per_gather = 0
 AS $walk$
-    SELECT pg_catalog.array_agg(ROW(h.branch, h.document_id, h.evidence_id, h.branch_rank, h.branch_score)
-                                ::dm_private.recall_branch_hit ORDER BY h.branch_rank)
-    FROM (
-        WITH nearest AS MATERIALIZED (
+    SELECT ARRAY(
+        SELECT ROW('vector', n.document_id, n.subject_id,
+                   (pg_catalog.row_number() OVER (ORDER BY n.distance OPERATOR(pg_catalog.+) 0, n.subject_id))::integer,
+                   n.distance)::dm_private.recall_branch_hit
+        FROM (
             SELECT d.document_id, d.subject_id,
                    ((e.embedding)::public.halfvec(%2$s) OPERATOR(public.<=>) $1) AS distance
             FROM dm_private.document_embeddings AS e
@@ -776,12 +856,8 @@ AS $walk$
                             AND d.subject_id <> ALL ($13)
                        THEN true ELSE false END
             ORDER BY ((e.embedding)::public.halfvec(%2$s) OPERATOR(public.<=>) $1)
-            LIMIT $2)
-        SELECT 'vector'::text AS branch, n.document_id, n.subject_id AS evidence_id,
-               (pg_catalog.row_number() OVER (ORDER BY n.distance, n.subject_id))::integer AS branch_rank,
-               n.distance::double precision AS branch_score
-        FROM nearest AS n
-        ORDER BY n.distance, n.subject_id) AS h
+            LIMIT $2) AS n
+        ORDER BY n.distance OPERATOR(pg_catalog.+) 0, n.subject_id)
 $walk$
 $ddl$, signature, dimensions, team_id, contract_id);
     EXECUTE pg_catalog.format('COMMENT ON FUNCTION %s IS %L', signature,

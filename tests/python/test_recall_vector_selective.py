@@ -207,3 +207,62 @@ def test_the_bound_decides_between_walk_and_exact_ranking_and_unfiltered_request
             assert got["chosen"] == got["walk"]
         # the walk must differ from the oracle somewhere, or the first check proves nothing
         assert walked > 0 and exact_when_above == 4
+
+
+ORDER_SQL = """
+WITH s AS (SELECT dm_private.recall_settings(%(t)s, NULL) AS s),
+     v AS (SELECT s.s || jsonb_build_object('candidates', s.s -> 'candidates' || %(cap)s::jsonb,
+                                            'index', s.s -> 'index' || jsonb_build_object('hnsw',
+                                                (s.s #> '{index,hnsw}') || %(hnsw)s::jsonb)) AS s
+           FROM s),
+     r AS (SELECT dm_private.recall_request('', %(request)s::jsonb, v.s) AS r FROM v)
+SELECT h.evidence_id::text AS evidence_id, h.branch_rank, h.branch_score
+FROM v, r,
+     pg_catalog.unnest(dm_private.recall_vector_hits(%(t)s, %(q)s::vector, r.r, v.s, 'hnsw_partial'))
+         WITH ORDINALITY AS h
+ORDER BY h.ordinality
+"""
+
+
+SHORT_LIST = {"ef_search": 20, "ef_search_filtered": 20, "max_scan_tuples": 2000}
+
+
+def test_a_walk_that_reads_several_batches_returns_its_hits_in_distance_order(
+    admin_conn: Conn, big_team: tuple[uuid.UUID, list[uuid.UUID]]
+) -> None:
+    """Branch ranks follow (distance, evidence id) however the relaxed walk returned the rows.
+
+    With relaxed_order the iterative scan returns each batch of candidates sorted, but a later batch
+    can hold rows nearer than the end of an earlier one. Filters that keep one document in five or
+    about one in seven make a walk with a short candidate list read several batches. Before session 13
+    the re-sort took the walk's order on distance as given (PostgreSQL 17+ carries a CTE's ORDER BY up;
+    an incremental sort then sorts only within runs of equal distance): on main f090f09, 4 of these 48
+    walks had hits out of distance order.
+    """
+    team, _ = big_team
+    rng = random.Random(67)
+    # batches of 20 candidates: the walk reads several of them before 50 rows pass the filters
+    out_of_order = 0
+    with acting_as(admin_conn, Principal(team)) as cur:
+        for request in (
+            {"filters": {"memory_type": ["semantic"]}},
+            {"filters": {"memory_type": ["semantic", "workflow"], "source_group": ["g1", "rare"]}},
+            {},
+        ):
+            for _ in range(16):
+                cur.execute(
+                    ORDER_SQL,
+                    {
+                        "t": team,
+                        "q": json.dumps(_gaussian_unit(rng)),
+                        "cap": json.dumps({"vector": CAP}),
+                        "hnsw": json.dumps(SHORT_LIST),
+                        "request": json.dumps(request),
+                    },
+                )
+                hits = cur.fetchall()
+                assert 0 < len(hits) <= CAP
+                assert [h["branch_rank"] for h in hits] == list(range(1, len(hits) + 1))
+                keys = [(h["branch_score"], uuid.UUID(h["evidence_id"])) for h in hits]
+                out_of_order += keys != sorted(keys)
+    assert out_of_order == 0, out_of_order
