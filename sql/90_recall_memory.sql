@@ -59,19 +59,25 @@ STABLE
 SET search_path = ''
 AS $$
 DECLARE
-    merged jsonb := req;
+    -- The parse's fields are collected in a small object and laid over the
+    -- request with one concatenation (session 13): each `req || {...}` took
+    -- the whole normalised request (some forty keys) apart and sorted it
+    -- again, four or five times per recall (0.11 M instructions); jsonb's
+    -- || is associative on objects (the right side's keys win), so one
+    -- concatenation of the collected fields gives the same value.
+    overlay jsonb := '{}'::jsonb;
     window_value jsonb;
 BEGIN
     IF parsed IS NULL OR pg_catalog.jsonb_typeof(parsed) <> 'object' THEN
-        RETURN merged;
+        RETURN req;
     END IF;
     -- (an empty list from the parse, the common case, is laid down without
     -- a statement: the aggregate over no element gives the same '[]')
     IF NOT COALESCE(request, '{}'::jsonb) ? 'anchors' AND pg_catalog.jsonb_typeof(parsed -> 'anchors') = 'array'
        AND pg_catalog.jsonb_array_length(parsed -> 'anchors') = 0 THEN
-        merged := merged || '{"anchors": []}'::jsonb;
+        overlay := overlay || '{"anchors": []}'::jsonb;
     ELSIF NOT COALESCE(request, '{}'::jsonb) ? 'anchors' AND pg_catalog.jsonb_typeof(parsed -> 'anchors') = 'array' THEN
-        merged := merged || pg_catalog.jsonb_build_object('anchors', COALESCE((
+        overlay := overlay || pg_catalog.jsonb_build_object('anchors', COALESCE((
             SELECT pg_catalog.jsonb_agg(a.item ->> 'value' ORDER BY a.ord)
             FROM pg_catalog.jsonb_array_elements(parsed -> 'anchors') WITH ORDINALITY AS a (item, ord)
             WHERE pg_catalog.jsonb_typeof(a.item) = 'object'
@@ -80,16 +86,16 @@ BEGIN
     END IF;
     IF NOT COALESCE(request, '{}'::jsonb) ? 'phrases' AND pg_catalog.jsonb_typeof(parsed -> 'phrases') = 'array'
        AND pg_catalog.jsonb_array_length(parsed -> 'phrases') = 0 THEN
-        merged := merged || '{"phrases": []}'::jsonb;
+        overlay := overlay || '{"phrases": []}'::jsonb;
     ELSIF NOT COALESCE(request, '{}'::jsonb) ? 'phrases' AND pg_catalog.jsonb_typeof(parsed -> 'phrases') = 'array' THEN
-        merged := merged || pg_catalog.jsonb_build_object('phrases', COALESCE((
+        overlay := overlay || pg_catalog.jsonb_build_object('phrases', COALESCE((
             SELECT pg_catalog.jsonb_agg(p.item #>> '{}' ORDER BY p.ord)
             FROM pg_catalog.jsonb_array_elements(parsed -> 'phrases') WITH ORDINALITY AS p (item, ord)
             WHERE pg_catalog.jsonb_typeof(p.item) = 'string' AND pg_catalog.btrim(p.item #>> '{}') <> ''), '[]'::jsonb));
     END IF;
     window_value := parsed #> '{time,window}';
     IF NOT COALESCE(request, '{}'::jsonb) ? 'time_window' AND pg_catalog.jsonb_typeof(window_value) = 'object' THEN
-        merged := merged || pg_catalog.jsonb_build_object(
+        overlay := overlay || pg_catalog.jsonb_build_object(
             'has_window', true,
             'window_is_parsed', true,
             'window_from', dm_private.recall_timestamp(window_value -> 'from', 'parsed time window from'),
@@ -97,18 +103,18 @@ BEGIN
     END IF;
     IF NOT COALESCE(request, '{}'::jsonb) ? 'temporal_intent'
        AND parsed #>> '{time,intent}' IN ('latest', 'earliest') THEN
-        merged := merged || pg_catalog.jsonb_build_object('temporal_intent', parsed #>> '{time,intent}');
+        overlay := overlay || pg_catalog.jsonb_build_object('temporal_intent', parsed #>> '{time,intent}');
     END IF;
     IF pg_catalog.jsonb_typeof(parsed -> 'entities') IS DISTINCT FROM 'array'
        OR pg_catalog.jsonb_array_length(parsed -> 'entities') = 0 THEN
-        merged := merged || '{"parsed_entity_ids": []}'::jsonb;
+        overlay := overlay || '{"parsed_entity_ids": []}'::jsonb;
     ELSE
-        merged := merged || pg_catalog.jsonb_build_object('parsed_entity_ids', COALESCE((
+        overlay := overlay || pg_catalog.jsonb_build_object('parsed_entity_ids', COALESCE((
             SELECT pg_catalog.jsonb_agg(DISTINCT x.item ->> 'entity_id')
             FROM pg_catalog.jsonb_array_elements(parsed -> 'entities') AS x (item)
             WHERE x.item ->> 'entity_id' ~ '^[0-9a-fA-F-]{36}$'), '[]'::jsonb));
     END IF;
-    RETURN merged;
+    RETURN req || overlay;
 END
 $$;
 COMMENT ON FUNCTION dm_private.recall_merge_parse(jsonb, jsonb, jsonb) IS
@@ -117,8 +123,8 @@ REVOKE ALL ON FUNCTION dm_private.recall_merge_parse(jsonb, jsonb, jsonb) FROM P
 GRANT EXECUTE ON FUNCTION dm_private.recall_merge_parse(jsonb, jsonb, jsonb)
 TO densemem_app, densemem_analyst, densemem_operator;
 
--- The whole recall. Returns the public answer under "answer" and, when
--- with_explain, the internal breakdown under "explain".
+-- The whole recall. Returns the public answer itself and, when
+-- with_explain, {"answer": the answer, "explain": the internal breakdown}.
 CREATE OR REPLACE FUNCTION dm_private.recall_run(query text, team_id uuid, query_embedding public.vector, request jsonb,
     with_explain boolean)
 RETURNS jsonb
@@ -183,6 +189,12 @@ DECLARE
     contract_version text;
     telemetry jsonb;
     answer jsonb;
+    guidance constant text :=
+        'These are the best evidence contexts for the query under the context budget. If a specific part '
+        || 'remains uncertain, call recall_memory again with a focused query; pass the evidence_id values '
+        || 'you already hold in known_evidence_ids (at most 200) so they do not repeat, or an entity id in '
+        || 'expand_from_entity_ids for adjacent context. Use trace_memory(relationship_id) on a discovery '
+        || 'path to see its evidence and history.';
     explain jsonb;
     want integer;
     error_state text;
@@ -484,9 +496,10 @@ BEGIN
                             AND (x.valid_to IS NULL OR x.valid_to > hydrate_valid_at)
                             AND x.known_from <= hydrate_known_at
                             AND (x.known_to IS NULL OR x.known_to > hydrate_known_at)
-                            AND NOT EXISTS (
-                                SELECT 1 FROM pg_catalog.jsonb_each(x.labels) AS l (key, value)
-                                WHERE l.value = 'true'::jsonb AND l.key <> ALL (hydrate_scopes))
+                            -- the policy labels: no label set to true outside the
+                            -- caller's scopes (see recall_hydrate, sql/58)
+                            AND NOT ((x.labels OPERATOR(pg_catalog.-) hydrate_scopes)
+                                     OPERATOR(pg_catalog.@?) 'strict $.* ? (@ == true)'::pg_catalog.jsonpath)
                           OFFSET 0) AS e
                     CROSS JOIN LATERAL (
                         SELECT 1 FROM dm_private.source_revisions AS r
@@ -546,10 +559,6 @@ BEGIN
     IF with_explain THEN
         results := COALESCE((SELECT pg_catalog.jsonb_agg(contexts -> k.id::text ORDER BY k.ord)
                              FROM pg_catalog.unnest(kept) WITH ORDINALITY AS k (id, ord)), '[]'::jsonb);
-    ELSE
-        results := pg_catalog.to_jsonb(kept_items);
-    END IF;
-    IF with_explain THEN
         mark := pg_catalog.clock_timestamp();
     END IF;
 
@@ -573,14 +582,18 @@ BEGIN
         timings := timings || pg_catalog.jsonb_build_object('discovery_ms', EXTRACT(EPOCH FROM pg_catalog.clock_timestamp() - mark) * 1000);
     END IF;
 
-    answer := pg_catalog.jsonb_build_object(
-        'results', results,
-        'discovery_paths', discovery_paths,
-        'guidance', 'These are the best evidence contexts for the query under the context budget. If a specific part '
-                    || 'remains uncertain, call recall_memory again with a focused query; pass the evidence_id values '
-                    || 'you already hold in known_evidence_ids (at most 200) so they do not repeat, or an entity id in '
-                    || 'expand_from_entity_ids for adjacent context. Use trace_memory(relationship_id) on a discovery '
-                    || 'path to see its evidence and history.');
+    -- A recall builds its answer from the kept result objects themselves
+    -- (session 13): jsonb copies a jsonb argument token by token, so
+    -- to_jsonb(kept_items) and then the answer object walked every result
+    -- text twice; the array given to jsonb_build_object is converted once,
+    -- to the same value.
+    IF with_explain THEN
+        answer := pg_catalog.jsonb_build_object('results', results, 'discovery_paths', discovery_paths,
+                                                'guidance', guidance);
+    ELSE
+        answer := pg_catalog.jsonb_build_object('results', kept_items, 'discovery_paths', discovery_paths,
+                                                'guidance', guidance);
+    END IF;
     IF (req ->> 'include_hypotheses')::boolean AND related IS NOT NULL THEN
         answer := answer || pg_catalog.jsonb_build_object('related_hypotheses', related);
     END IF;
@@ -589,11 +602,14 @@ BEGIN
         team, pg_catalog.gen_random_uuid(),
         (settings ->> 'profile_name') || ':v' || (settings ->> 'profile_version'),
         'v' || COALESCE(settings ->> 'index_version', '0'),
-        degraded, contract_version, pg_catalog.jsonb_array_length(results),
+        degraded, contract_version, pg_catalog.cardinality(kept),
         EXTRACT(EPOCH FROM pg_catalog.clock_timestamp() - started) * 1000);
 
+    -- A recall returns its answer as it is: wrapping it as {"answer": ...}
+    -- for dm.recall_memory to take apart again copied every result a third
+    -- time (session 13).
     IF NOT with_explain THEN
-        RETURN pg_catalog.jsonb_build_object('answer', answer);
+        RETURN answer;
     END IF;
     explain := pg_catalog.jsonb_build_object(
         'request', req,
@@ -649,7 +665,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION dm_private.recall_run(text, uuid, public.vector, jsonb, boolean) IS
-'The recall pipeline shared by dm.recall_memory and dm.explain_recall: request, profile, parse, branches, fusion, rerank, MMR, hydration under RLS, budget, discovery, telemetry. Returns {"answer"} and, with with_explain, {"explain"}.';
+'The recall pipeline shared by dm.recall_memory and dm.explain_recall: request, profile, parse, branches, fusion, rerank, MMR, hydration under RLS, budget, discovery, telemetry. Returns the public answer and, with with_explain, {"answer", "explain"}.';
 REVOKE ALL ON FUNCTION dm_private.recall_run(text, uuid, public.vector, jsonb, boolean) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION dm_private.recall_run(text, uuid, public.vector, jsonb, boolean)
 TO densemem_app, densemem_analyst, densemem_operator;
@@ -664,7 +680,7 @@ LANGUAGE sql
 VOLATILE
 SET search_path = ''
 AS $$
-    SELECT dm_private.recall_run(query, team_id, query_embedding, request, false) -> 'answer'
+    SELECT dm_private.recall_run(query, team_id, query_embedding, request, false)
 $$;
 COMMENT ON FUNCTION dm.recall_memory(text, uuid, public.vector, jsonb) IS
 'Recall: {"results": [{"evidence_id", "context", "source_id", "source_external_id"}], "discovery_paths": [...], "guidance"} for the query in the authenticated team. request: limit (1-50), max_context_bytes, valid_at, known_at, now, filters {source_group, memory_type, created_after, created_before}, known_evidence_ids (<= 200), known_relationship_ids (<= 200), expand_from_entity_ids, include_hypotheses, anchors, phrases, time_window {from, to}, temporal_intent (latest | earliest), usage_snapshot_id, ranking_profile. Errors: 22023 bad value, 22P02 bad uuid, DM413 query too large, DM503 required embedding missing.';
