@@ -139,16 +139,16 @@ AS $$
             -- reads the documents, so they are neither collected by one
             -- array-key scan nor materialized and hashed for the join.
             -- Every expression is the full statement's (features, anchored).
-            SELECT (u.f).document_id, (u.f).evidence_id,
-                   COALESCE((u.f).relevance,
+            SELECT u.document_id, u.evidence_id,
+                   COALESCE(u.relevance,
                             CASE WHEN fused_best = fused_worst THEN 1.0
-                                 ELSE ((u.f).fused_score - fused_worst) / (fused_best - fused_worst) END)
+                                 ELSE (u.fused_score - fused_worst) / (fused_best - fused_worst) END)
                        AS fused_relevance,
                    -- the branch ranks, shown only in the scored rows
-                   CASE WHEN with_rows THEN (u.f).fulltext_rank END AS fulltext_rank,
-                   CASE WHEN with_rows THEN (u.f).vector_rank END AS vector_rank,
-                   CASE WHEN with_rows THEN (u.f).exact_rank END AS exact_rank,
-                   CASE WHEN with_rows THEN (u.f).fusion_rank END AS fusion_rank,
+                   CASE WHEN with_rows THEN u.fulltext_rank END AS fulltext_rank,
+                   CASE WHEN with_rows THEN u.vector_rank END AS vector_rank,
+                   CASE WHEN with_rows THEN u.exact_rank END AS exact_rank,
+                   CASE WHEN with_rows THEN u.fusion_rank END AS fusion_rank,
                    x.memory_type, x.source_created_at, x.sequence_number, x.source_group,
                    x.document_version, x.source_version,
                    COALESCE(x.importance, 0.5)::double precision AS importance,
@@ -171,11 +171,12 @@ AS $$
                    pg_catalog.octet_length(x.body) AS body_bytes,
                    x.body,  -- hashed after the pool's cut (below)
                    CASE WHEN with_rows THEN pg_catalog.md5(x.body) END AS body_key
-            -- unnest in a select list (a ProjectSet): the fused composites one
-            -- by one, in the array's order, where a function scan stored every
-            -- row, split into its eight columns, in a tuplestore first
-            -- (session 10)
-            FROM (SELECT pg_catalog.unnest(fused) AS f) AS u
+            -- the fused composites as columns of a function scan (session 13):
+            -- each composite is split once into the tuplestore's row, where
+            -- unnest in a select list (session 10) left a field selection per
+            -- use, each deforming the composite again (0.1 M instructions per
+            -- bench call; the function scan costs 0.06 M of that back)
+            FROM pg_catalog.unnest(fused) AS u
             JOIN dm_private.search_documents AS x
               -- by the document's id: the hash index of migration 0072 (one
               -- bucket page per candidate instead of a B-tree descent comparing
@@ -183,8 +184,8 @@ AS $$
               -- session 11), the team test on the row it returns. Not the
               -- subject key's uuid, enum and uuid (the subject test, IS TRUE,
               -- is a filter: not an index condition)
-              ON x.team_id = team AND x.document_id = (u.f).document_id
-             AND (x.subject_id = (u.f).evidence_id) IS TRUE
+              ON x.team_id = team AND x.document_id = u.document_id
+             AND (x.subject_id = u.evidence_id) IS TRUE
             WHERE x.subject_kind = 'evidence'
               AND x.policy_labels <@ scopes
         ) AS a
