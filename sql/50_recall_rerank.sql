@@ -48,7 +48,7 @@
 -- in a CTE: every row was copied into a tuplestore and out again (two
 -- tuple formations of ten columns per candidate, the body among them), and
 -- the window's branch scanned all of them to keep none, in every team,
--- conversations or not: about 0.5 M instructions of the 2.4 M of the
+-- conversations or not: about 0.5 M instructions of the 2.6 M of the
 -- bench's scoring statement. A team without grouped evidence needs no
 -- window, so recall_rank runs a statement that reads these rows once; the
 -- rows themselves are defined only here. The planner inlines the function
@@ -57,7 +57,8 @@
 -- name in it is schema-qualified and only recall_rank, running as the
 -- searcher, may execute it), so each statement's plan is the one the
 -- inline text gave: the same expressions, the same values, the same
--- generic plan. The arguments are recall_rank's per-call constants.
+-- generic plan (tests/python/test_recall_rank_scores_inlined.py checks
+-- that it is inlined). The arguments are recall_rank's per-call constants.
 CREATE OR REPLACE FUNCTION dm_private.recall_rank_scores(
     team uuid, fused dm_private.recall_fused [], fused_best double precision, fused_worst double precision,
     with_rows boolean, scopes text [], clock timestamp with time zone, half_lives jsonb,
