@@ -36,6 +36,192 @@
 -- bit for bit (a test checks it); recall_context_lift stays the stage a DBA
 -- can call and EXPLAIN alone.
 
+-- The scoring of recall_rank's plain statements without a temporal intent
+-- (no usage snapshot, no supporting relationship in the team): one row per
+-- candidate kept, with its score before the neighbouring-turn lift. Written
+-- once here and used by the two statements of recall_rank that differ only
+-- in the lift (below).
+--
+-- Why an SQL function (session 13): recall_rank's statement read these rows
+-- twice (the rows without a source group and sequence number, and the
+-- grouped ones through the lift's window), so the planner materialized them
+-- in a CTE: every row was copied into a tuplestore and out again (two
+-- tuple formations of ten columns per candidate, the body among them), and
+-- the window's branch scanned all of them to keep none, in every team,
+-- conversations or not: about 0.5 M instructions of the 2.6 M of the
+-- bench's scoring statement. A team without grouped evidence needs no
+-- window, so recall_rank runs a statement that reads these rows once; the
+-- rows themselves are defined only here. The planner inlines the function
+-- into either statement (an SQL function returning a set, STABLE, one
+-- SELECT, no SET clause: that is why it has no `SET search_path`; every
+-- name in it is schema-qualified and only recall_rank, running as the
+-- searcher, may execute it), so each statement's plan is the one the
+-- inline text gave: the same expressions, the same values, the same
+-- generic plan (tests/python/test_recall_rank_scores_inlined.py checks
+-- that it is inlined). The arguments are recall_rank's per-call constants.
+CREATE OR REPLACE FUNCTION dm_private.recall_rank_scores(
+    team uuid, fused dm_private.recall_fused [], fused_best double precision, fused_worst double precision,
+    with_rows boolean, scopes text [], clock timestamp with time zone, half_lives jsonb,
+    hl_conversation double precision, hl_workflow double precision, hl_episodic double precision,
+    hl_semantic double precision, hl_organizational double precision, scan_phrases text [], exact_q tsquery,
+    mix_fusion double precision, mix_phrase double precision, mix_exact double precision,
+    mix_content double precision, mix_total double precision, content_pivot double precision,
+    plain_frequency double precision, with_hops boolean, hops jsonb, w_rel double precision,
+    w_rec double precision, w_imp double precision, w_frq double precision, w_prx double precision,
+    w_conf double precision, support_none double precision, temporal_none double precision)
+RETURNS TABLE (document_id uuid, evidence_id uuid, source_group text, sequence_number bigint,
+    document_version integer, source_version integer, body text, relevance double precision,
+    score double precision, detail dm_private.recall_scored)
+LANGUAGE sql
+STABLE
+AS $$
+    -- the sorts below carry narrow rows: what the lift, the order and
+    -- MMR read, and the other signals packed in one value, only when the
+    -- scored rows are returned (score and score_rank are set afterwards)
+    SELECT s.document_id, s.evidence_id, s.source_group, s.sequence_number,
+           s.document_version, s.source_version, s.body, s.relevance,
+           w_rel * s.relevance + w_rec * s.recency + w_imp * s.importance + w_frq * s.frequency
+           + w_prx * s.proximity + w_conf * s.confidence
+           + support_none * s.relevance
+           + temporal_none AS score,
+           CASE WHEN with_rows THEN
+               ROW(s.document_id, s.evidence_id, s.relevance::double precision, s.recency::double precision,
+                   s.importance::double precision, s.frequency::double precision,
+                   s.proximity::double precision, s.confidence::double precision,
+                   s.support::double precision, s.phrase::double precision,
+                   s.exact_terms::double precision, s.temporal::double precision, NULL::double precision,
+                   s.body_bytes::integer, s.body_key, s.fulltext_rank, s.vector_rank, s.exact_rank,
+                   s.fusion_rank, NULL::integer)::dm_private.recall_scored
+           END AS detail
+    FROM (
+        SELECT a.document_id, a.evidence_id, a.fulltext_rank, a.vector_rank, a.exact_rank, a.fusion_rank,
+               a.source_group, a.sequence_number, a.document_version, a.source_version,
+               (mix_fusion * COALESCE(a.fused_relevance, 0)
+                + mix_phrase * a.phrase
+                + mix_exact * a.exact_terms
+                + mix_content * a.content)
+               / mix_total AS relevance,
+               CASE
+                   WHEN a.half_life IS NULL THEN 1.0
+                   WHEN a.source_created_at IS NOT NULL THEN
+                       -- LEAST(700, ...): exp() raises an underflow error below about e^-745,
+                       -- which years-old conversation evidence reaches; e^-700 is already 0 here.
+                       pg_catalog.exp(-LEAST(700.0, GREATEST(0, EXTRACT(EPOCH FROM clock - a.source_created_at) / 86400.0)
+                                      / a.half_life))
+                   ELSE
+                       -- the team's newest sequence number: an uncorrelated
+                       -- subquery, run only when a candidate has no created_at
+                       pg_catalog.exp(-LEAST(700.0, GREATEST(0, COALESCE(
+                           (SELECT pg_catalog.max(x.sequence_number) FROM dm_private.search_documents AS x
+                            WHERE x.team_id = team AND x.subject_kind = 'evidence')
+                           - a.sequence_number, 0))::double precision
+                                      / a.half_life))
+               END::double precision AS recency,
+               LEAST(1.0, GREATEST(0.0, a.importance)) AS importance,
+               plain_frequency AS frequency,
+               CASE WHEN with_hops
+                    THEN COALESCE(pg_catalog.power(0.5, (hops ->> a.evidence_id::text)::double precision), 0)
+                    ELSE 0 END::double precision AS proximity,
+               LEAST(1.0, GREATEST(0.0, a.confidence)) AS confidence,
+               COALESCE(NULL::double precision, 0) AS support,
+               -- shown only in the scored rows: without them, not
+               -- evaluated a second time (anchored is inlined here, so
+               -- a.phrase and a.exact_terms are their expressions, and
+               -- relevance above already evaluated them once)
+               CASE WHEN with_rows THEN a.phrase END AS phrase,
+               CASE WHEN with_rows THEN a.exact_terms END AS exact_terms,
+               COALESCE(NULL::double precision, 0.0) AS temporal,
+               a.body_bytes,
+               a.body,
+               a.body_key
+        FROM (
+            -- the fused candidates joined with their documents by primary key
+            -- (team_id, document_id): without the temporal CTE nothing else
+            -- reads the documents, so they are neither collected by one
+            -- array-key scan nor materialized and hashed for the join.
+            -- Every expression is the full statement's (features, anchored).
+            SELECT u.document_id, u.evidence_id,
+                   COALESCE(u.relevance,
+                            CASE WHEN fused_best = fused_worst THEN 1.0
+                                 ELSE (u.fused_score - fused_worst) / (fused_best - fused_worst) END)
+                       AS fused_relevance,
+                   -- the branch ranks, shown only in the scored rows
+                   CASE WHEN with_rows THEN u.fulltext_rank END AS fulltext_rank,
+                   CASE WHEN with_rows THEN u.vector_rank END AS vector_rank,
+                   CASE WHEN with_rows THEN u.exact_rank END AS exact_rank,
+                   CASE WHEN with_rows THEN u.fusion_rank END AS fusion_rank,
+                   x.memory_type, x.source_created_at, x.sequence_number, x.source_group,
+                   x.document_version, x.source_version,
+                   COALESCE(x.importance, 0.5)::double precision AS importance,
+                   COALESCE(x.confidence, 1.0)::double precision AS confidence,
+                   CASE x.memory_type
+                       WHEN 'conversation' THEN hl_conversation
+                       WHEN 'workflow' THEN hl_workflow
+                       WHEN 'episodic' THEN hl_episodic
+                       WHEN 'semantic' THEN hl_semantic
+                       WHEN 'organizational' THEN hl_organizational
+                       ELSE (half_lives ->> x.memory_type::text)::double precision
+                   END AS half_life,
+                   CASE WHEN pg_catalog.cardinality(scan_phrases) = 0 THEN 0 ELSE
+                       (SELECT pg_catalog.count(*) FROM pg_catalog.unnest(scan_phrases) AS p (phrase)
+                        WHERE pg_catalog.strpos(pg_catalog.lower(x.body), p.phrase) > 0)::double precision
+                       / pg_catalog.cardinality(scan_phrases) END AS phrase,
+                   CASE WHEN exact_q IS NOT NULL AND x.search_vector @@ exact_q THEN 1 ELSE 0 END AS exact_terms,
+                   CASE WHEN mix_content > 0
+                        THEN LEAST(1.0, pg_catalog.length(x.search_vector) / content_pivot) ELSE 0 END AS content,
+                   pg_catalog.octet_length(x.body) AS body_bytes,
+                   x.body,  -- hashed after the pool's cut (below)
+                   CASE WHEN with_rows THEN pg_catalog.md5(x.body) END AS body_key
+            -- the fused composites as columns of a function scan (session 13):
+            -- each composite is split once into the tuplestore's row, where
+            -- unnest in a select list (session 10) left a field selection per
+            -- use, each deforming the composite again (0.1 M instructions per
+            -- bench call; the function scan costs 0.06 M of that back)
+            FROM pg_catalog.unnest(fused) AS u
+            JOIN dm_private.search_documents AS x
+              -- by the document's id: the hash index of migration 0072 (one
+              -- bucket page per candidate instead of a B-tree descent comparing
+              -- two uuids per step: 0.7 M instructions less per ranking call,
+              -- session 11), the team test on the row it returns. Not the
+              -- subject key's uuid, enum and uuid (the subject test, IS TRUE,
+              -- is a filter: not an index condition)
+              ON x.team_id = team AND x.document_id = u.document_id
+             AND (x.subject_id = u.evidence_id) IS TRUE
+            WHERE x.subject_kind = 'evidence'
+              AND x.policy_labels <@ scopes
+        ) AS a
+        -- OFFSET 0 keeps this a subquery of its own: pulled up, each
+        -- signal's expression was copied to every place that reads it
+        OFFSET 0
+    ) AS s
+$$;
+COMMENT ON FUNCTION dm_private.recall_rank_scores(
+    uuid, dm_private.recall_fused [], double precision, double precision, boolean, text [],
+    timestamp with time zone, jsonb, double precision, double precision, double precision, double precision,
+    double precision, text [], tsquery, double precision, double precision, double precision, double precision,
+    double precision, double precision, double precision, boolean, jsonb, double precision, double precision,
+    double precision, double precision, double precision, double precision, double precision, double precision) IS
+'The candidates of dm_private.recall_rank''s plain statements without a temporal intent, scored before the neighbouring-turn lift: the one definition both of its statements (with and without the lift''s window) inline. Only recall_rank (the searcher) executes it.';
+ALTER FUNCTION dm_private.recall_rank_scores(
+    uuid, dm_private.recall_fused [], double precision, double precision, boolean, text [],
+    timestamp with time zone, jsonb, double precision, double precision, double precision, double precision,
+    double precision, text [], tsquery, double precision, double precision, double precision, double precision,
+    double precision, double precision, double precision, boolean, jsonb, double precision, double precision,
+    double precision, double precision, double precision, double precision, double precision, double precision)
+OWNER TO densemem_owner;
+REVOKE ALL ON FUNCTION dm_private.recall_rank_scores(
+    uuid, dm_private.recall_fused [], double precision, double precision, boolean, text [],
+    timestamp with time zone, jsonb, double precision, double precision, double precision, double precision,
+    double precision, text [], tsquery, double precision, double precision, double precision, double precision,
+    double precision, double precision, double precision, boolean, jsonb, double precision, double precision,
+    double precision, double precision, double precision, double precision, double precision, double precision) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION dm_private.recall_rank_scores(
+    uuid, dm_private.recall_fused [], double precision, double precision, boolean, text [],
+    timestamp with time zone, jsonb, double precision, double precision, double precision, double precision,
+    double precision, text [], tsquery, double precision, double precision, double precision, double precision,
+    double precision, double precision, double precision, boolean, jsonb, double precision, double precision,
+    double precision, double precision, double precision, double precision, double precision, double precision) TO densemem_searcher;
+
 -- What recall_run calls: the composite rerank, the context lift and MMR in
 -- one function, sharing one read of the settings and working on arrays.
 --
@@ -160,6 +346,8 @@ DECLARE
     pool_n integer;
     -- the scoring statement without the usage, support and temporal joins
     plain boolean;
+    -- the lift's window can lift a candidate (a grouped evidence in the team)
+    regroup boolean;
     n integer;
     ids uuid [];
     doc_ids uuid [];
@@ -313,9 +501,18 @@ BEGIN
     -- (session 5: these CTEs, the temporal one and their left joins cost
     -- about a sixth of a ranking call, and with a temporal intent the
     -- temporal join doubled it).
-    plain := snapshot IS NULL
-        AND NOT EXISTS (SELECT 1 FROM dm_private.usage_snapshots AS s WHERE s.team_id = team)
-        AND NOT EXISTS (SELECT 1 FROM dm_private.relationship_evidence AS re WHERE re.team_id = team);
+    -- In the same statement (session 13): whether the neighbouring-turn lift
+    -- can apply, i.e. a lift is asked and some evidence of the team has both
+    -- a source group and a sequence number (one descent of migration 0082's
+    -- partial index; no entry for a team without conversations). Without it
+    -- the plain statement needs no window (below).
+    SELECT snapshot IS NULL
+           AND NOT EXISTS (SELECT 1 FROM dm_private.usage_snapshots AS s WHERE s.team_id = team)
+           AND NOT EXISTS (SELECT 1 FROM dm_private.relationship_evidence AS re WHERE re.team_id = team),
+           lifting AND EXISTS (SELECT 1 FROM dm_private.search_documents AS x
+                               WHERE x.team_id = team AND x.subject_kind = 'evidence'
+                                 AND x.source_group IS NOT NULL AND x.sequence_number IS NOT NULL)
+    INTO plain, regroup;
 
     IF plain THEN
         -- the plain statements' constant signals and terms (their former
@@ -331,178 +528,103 @@ BEGIN
         -- (the signals they feed are the same expressions over NULLs: the
         -- same values); without a temporal intent no temporal signal either
         IF intent IS NULL THEN
-            WITH anchored AS (
-                -- the fused candidates joined with their documents by primary key
-                -- (team_id, document_id): without the temporal CTE nothing else
-                -- reads the documents, so they are neither collected by one
-                -- array-key scan nor materialized and hashed for the join.
-                -- Every expression is the full statement's (features, anchored).
-                SELECT (u.f).document_id, (u.f).evidence_id,
-                       COALESCE((u.f).relevance,
-                                CASE WHEN fused_best = fused_worst THEN 1.0
-                                     ELSE ((u.f).fused_score - fused_worst) / (fused_best - fused_worst) END)
-                           AS fused_relevance,
-                       -- the branch ranks, shown only in the scored rows
-                       CASE WHEN with_rows THEN (u.f).fulltext_rank END AS fulltext_rank,
-                       CASE WHEN with_rows THEN (u.f).vector_rank END AS vector_rank,
-                       CASE WHEN with_rows THEN (u.f).exact_rank END AS exact_rank,
-                       CASE WHEN with_rows THEN (u.f).fusion_rank END AS fusion_rank,
-                       x.memory_type, x.source_created_at, x.sequence_number, x.source_group,
-                       x.document_version, x.source_version,
-                       COALESCE(x.importance, 0.5)::double precision AS importance,
-                       COALESCE(x.confidence, 1.0)::double precision AS confidence,
-                       CASE x.memory_type
-                           WHEN 'conversation' THEN hl_conversation
-                           WHEN 'workflow' THEN hl_workflow
-                           WHEN 'episodic' THEN hl_episodic
-                           WHEN 'semantic' THEN hl_semantic
-                           WHEN 'organizational' THEN hl_organizational
-                           ELSE (half_lives ->> x.memory_type::text)::double precision
-                       END AS half_life,
-                       CASE WHEN pg_catalog.cardinality(scan_phrases) = 0 THEN 0 ELSE
-                           (SELECT pg_catalog.count(*) FROM pg_catalog.unnest(scan_phrases) AS p (phrase)
-                            WHERE pg_catalog.strpos(pg_catalog.lower(x.body), p.phrase) > 0)::double precision
-                           / pg_catalog.cardinality(scan_phrases) END AS phrase,
-                       CASE WHEN exact_q IS NOT NULL AND x.search_vector @@ exact_q THEN 1 ELSE 0 END AS exact_terms,
-                       CASE WHEN mix_content > 0
-                            THEN LEAST(1.0, pg_catalog.length(x.search_vector) / content_pivot) ELSE 0 END AS content,
-                       pg_catalog.octet_length(x.body) AS body_bytes,
-                       x.body,  -- hashed after the pool's cut (below)
-                       CASE WHEN with_rows THEN pg_catalog.md5(x.body) END AS body_key
-                -- unnest in a select list (a ProjectSet): the fused composites one
-                -- by one, in the array's order, where a function scan stored every
-                -- row, split into its eight columns, in a tuplestore first
-                -- (session 10)
-                FROM (SELECT pg_catalog.unnest(fused) AS f) AS u
-                JOIN dm_private.search_documents AS x
-                  -- by the document's id: the hash index of migration 0072 (one
-                  -- bucket page per candidate instead of a B-tree descent comparing
-                  -- two uuids per step: 0.7 M instructions less per ranking call,
-                  -- session 11), the team test on the row it returns. Not the
-                  -- subject key's uuid, enum and uuid (the subject test, IS TRUE,
-                  -- is a filter: not an index condition)
-                  ON x.team_id = team AND x.document_id = (u.f).document_id
-                 AND (x.subject_id = (u.f).evidence_id) IS TRUE
-                WHERE x.subject_kind = 'evidence'
-                  AND x.policy_labels <@ scopes
-            ),
-            signals AS (
-                SELECT a.document_id, a.evidence_id, a.fulltext_rank, a.vector_rank, a.exact_rank, a.fusion_rank,
-                       a.source_group, a.sequence_number, a.document_version, a.source_version,
-                       (mix_fusion * COALESCE(a.fused_relevance, 0)
-                        + mix_phrase * a.phrase
-                        + mix_exact * a.exact_terms
-                        + mix_content * a.content)
-                       / mix_total AS relevance,
-                       CASE
-                           WHEN a.half_life IS NULL THEN 1.0
-                           WHEN a.source_created_at IS NOT NULL THEN
-                               -- LEAST(700, ...): exp() raises an underflow error below about e^-745,
-                               -- which years-old conversation evidence reaches; e^-700 is already 0 here.
-                               pg_catalog.exp(-LEAST(700.0, GREATEST(0, EXTRACT(EPOCH FROM clock - a.source_created_at) / 86400.0)
-                                              / a.half_life))
-                           ELSE
-                               -- the team's newest sequence number: an uncorrelated
-                               -- subquery, run only when a candidate has no created_at
-                               pg_catalog.exp(-LEAST(700.0, GREATEST(0, COALESCE(
-                                   (SELECT pg_catalog.max(x.sequence_number) FROM dm_private.search_documents AS x
-                                    WHERE x.team_id = team AND x.subject_kind = 'evidence')
-                                   - a.sequence_number, 0))::double precision
-                                              / a.half_life))
-                       END::double precision AS recency,
-                       LEAST(1.0, GREATEST(0.0, a.importance)) AS importance,
-                       plain_frequency AS frequency,
-                       CASE WHEN with_hops
-                            THEN COALESCE(pg_catalog.power(0.5, (hops ->> a.evidence_id::text)::double precision), 0)
-                            ELSE 0 END::double precision AS proximity,
-                       LEAST(1.0, GREATEST(0.0, a.confidence)) AS confidence,
-                       COALESCE(NULL::double precision, 0) AS support,
-                       -- shown only in the scored rows: without them, not
-                       -- evaluated a second time (anchored is inlined here, so
-                       -- a.phrase and a.exact_terms are their expressions, and
-                       -- relevance above already evaluated them once)
-                       CASE WHEN with_rows THEN a.phrase END AS phrase,
-                       CASE WHEN with_rows THEN a.exact_terms END AS exact_terms,
-                       COALESCE(NULL::double precision, 0.0) AS temporal,
-                       a.body_bytes,
-                       a.body,
-                       a.body_key
-                FROM anchored AS a
-                -- OFFSET 0 keeps this a subquery of its own: pulled up, each
-                -- signal's expression was copied to every place that reads it
-                OFFSET 0
-            ),
-            scored_rows AS (
-                -- the sorts below carry narrow rows: what the lift, the order and
-                -- MMR read, and the other signals packed in one value, only when the
-                -- scored rows are returned (score and score_rank are set afterwards)
-                SELECT s.document_id, s.evidence_id, s.source_group, s.sequence_number,
-                       s.document_version, s.source_version, s.body, s.relevance,
-                       w_rel * s.relevance + w_rec * s.recency + w_imp * s.importance + w_frq * s.frequency
-                       + w_prx * s.proximity + w_conf * s.confidence
-                       + support_none * s.relevance
-                       + temporal_none AS score,
-                       CASE WHEN with_rows THEN
-                           ROW(s.document_id, s.evidence_id, s.relevance::double precision, s.recency::double precision,
-                               s.importance::double precision, s.frequency::double precision,
-                               s.proximity::double precision, s.confidence::double precision,
-                               s.support::double precision, s.phrase::double precision,
-                               s.exact_terms::double precision, s.temporal::double precision, NULL::double precision,
-                               s.body_bytes::integer, s.body_key, s.fulltext_rank, s.vector_rank, s.exact_rank,
-                               s.fusion_rank, NULL::integer)::dm_private.recall_scored
-                       END AS detail
-                FROM signals AS s
-            ),
-            lifted AS (
-                -- sql/52's lift: the best relevance among the other candidates of
-                -- the same source group written within `radius` sequence numbers
-                -- (a window frame, not a self-join). Only candidates with a source
-                -- group and a sequence number can be lifted or lift another, so only
-                -- they go through the window's sort and frames; the others get the
-                -- lift of an empty frame (NULL: + weight * 0) without them (bench
-                -- documents have no source group: the window was a tenth of a
-                -- ranking call for nothing). The partitions are compared byte-wise
-                -- (COLLATE "C"): the same groups as the database collation's equality
-                -- (deterministic), without locale-aware comparisons in the sort; the
-                -- order of partitions changes nothing.
-                SELECT s.*,
-                       CASE WHEN lifting THEN
-                           s.score + lift_none
-                       ELSE s.score END AS final_score
-                FROM scored_rows AS s
-                WHERE s.source_group IS NULL OR s.sequence_number IS NULL
-                UNION ALL
-                SELECT s.*,
-                       CASE WHEN lifting THEN
-                           s.score + lift_weight * COALESCE(GREATEST(
-                               pg_catalog.max(s.relevance) OVER (
-                                   PARTITION BY s.source_group COLLATE "C"
-                                   ORDER BY s.sequence_number
-                                   RANGE BETWEEN radius PRECEDING AND radius FOLLOWING EXCLUDE CURRENT ROW), 0), 0)
-                       ELSE s.score END AS final_score
-                FROM scored_rows AS s
-                WHERE s.source_group IS NOT NULL AND s.sequence_number IS NOT NULL
-            )
-            -- the duplicate key MMR compares, hashtextextended(body, 0), of
-            -- the rows leaving the sort only (without the scored rows, the
-            -- pool: MMR reads no other; session 9: hashed in the probe, all
-            -- 100 bodies were hashed for the 20 or 30 MMR reads)
-            SELECT pg_catalog.array_agg(o.evidence_id), pg_catalog.array_agg(o.document_id),
-                   pg_catalog.array_agg(o.final_score::double precision),
-                   pg_catalog.array_agg(pg_catalog.hashtextextended(o.body, 0)),
-                   pg_catalog.array_agg(o.document_version), pg_catalog.array_agg(o.source_version),
-                   pg_catalog.array_agg(o.detail) FILTER (WHERE with_rows)
-            INTO ids, doc_ids, scores, keys, doc_versions, source_versions, scored
-            FROM (
-                -- in score order (ties by evidence_id); an aggregate over an ordered
-                -- subquery with nothing between keeps that order. Without the scored
-                -- rows, only the pool leaves the sort (a bounded sort).
-                SELECT l.evidence_id, l.document_id, l.final_score, l.body, l.document_version,
-                       l.source_version, l.detail
-                FROM lifted AS l
-                ORDER BY l.final_score DESC, l.evidence_id
-                LIMIT CASE WHEN with_rows THEN NULL ELSE pool_n END
-            ) AS o;
+            IF NOT regroup THEN
+                -- no evidence of the team has both a source group and a sequence
+                -- number (or no lift is asked): every candidate gets the lift of
+                -- an empty frame, as the first branch of the statement below gives
+                -- it; the scored rows are read once, not materialized for a window
+                -- that would read none of them (session 13)
+                WITH lifted AS (
+                    SELECT s.*,
+                           CASE WHEN lifting THEN
+                               s.score + lift_none
+                           ELSE s.score END AS final_score
+                    FROM dm_private.recall_rank_scores(
+                           team, fused, fused_best, fused_worst, with_rows, scopes, clock, half_lives, hl_conversation,
+                           hl_workflow, hl_episodic, hl_semantic, hl_organizational, scan_phrases, exact_q, mix_fusion,
+                           mix_phrase, mix_exact, mix_content, mix_total, content_pivot, plain_frequency, with_hops,
+                           hops, w_rel, w_rec, w_imp, w_frq, w_prx, w_conf, support_none, temporal_none) AS s
+                )
+                -- the duplicate key MMR compares, hashtextextended(body, 0), of
+                -- the rows leaving the sort only (without the scored rows, the
+                -- pool: MMR reads no other; session 9: hashed in the probe, all
+                -- 100 bodies were hashed for the 20 or 30 MMR reads)
+                SELECT pg_catalog.array_agg(o.evidence_id), pg_catalog.array_agg(o.document_id),
+                       pg_catalog.array_agg(o.final_score::double precision),
+                       pg_catalog.array_agg(pg_catalog.hashtextextended(o.body, 0)),
+                       pg_catalog.array_agg(o.document_version), pg_catalog.array_agg(o.source_version),
+                       pg_catalog.array_agg(o.detail) FILTER (WHERE with_rows)
+                INTO ids, doc_ids, scores, keys, doc_versions, source_versions, scored
+                FROM (
+                    -- in score order (ties by evidence_id); an aggregate over an ordered
+                    -- subquery with nothing between keeps that order. Without the scored
+                    -- rows, only the pool leaves the sort (a bounded sort).
+                    SELECT l.evidence_id, l.document_id, l.final_score, l.body, l.document_version,
+                           l.source_version, l.detail
+                    FROM lifted AS l
+                    ORDER BY l.final_score DESC, l.evidence_id
+                    LIMIT CASE WHEN with_rows THEN NULL ELSE pool_n END
+                ) AS o;
+            ELSE
+                WITH scored_rows AS (
+                    SELECT s.*
+                    FROM dm_private.recall_rank_scores(
+                           team, fused, fused_best, fused_worst, with_rows, scopes, clock, half_lives, hl_conversation,
+                           hl_workflow, hl_episodic, hl_semantic, hl_organizational, scan_phrases, exact_q, mix_fusion,
+                           mix_phrase, mix_exact, mix_content, mix_total, content_pivot, plain_frequency, with_hops,
+                           hops, w_rel, w_rec, w_imp, w_frq, w_prx, w_conf, support_none, temporal_none) AS s
+                ),
+                lifted AS (
+                    -- sql/52's lift: the best relevance among the other candidates of
+                    -- the same source group written within `radius` sequence numbers
+                    -- (a window frame, not a self-join). Only candidates with a source
+                    -- group and a sequence number can be lifted or lift another, so only
+                    -- they go through the window's sort and frames; the others get the
+                    -- lift of an empty frame (NULL: + weight * 0) without them (bench
+                    -- documents have no source group: the window was a tenth of a
+                    -- ranking call for nothing). The partitions are compared byte-wise
+                    -- (COLLATE "C"): the same groups as the database collation's equality
+                    -- (deterministic), without locale-aware comparisons in the sort; the
+                    -- order of partitions changes nothing.
+                    SELECT s.*,
+                           CASE WHEN lifting THEN
+                               s.score + lift_none
+                           ELSE s.score END AS final_score
+                    FROM scored_rows AS s
+                    WHERE s.source_group IS NULL OR s.sequence_number IS NULL
+                    UNION ALL
+                    SELECT s.*,
+                           CASE WHEN lifting THEN
+                               s.score + lift_weight * COALESCE(GREATEST(
+                                   pg_catalog.max(s.relevance) OVER (
+                                       PARTITION BY s.source_group COLLATE "C"
+                                       ORDER BY s.sequence_number
+                                       RANGE BETWEEN radius PRECEDING AND radius FOLLOWING EXCLUDE CURRENT ROW), 0), 0)
+                           ELSE s.score END AS final_score
+                    FROM scored_rows AS s
+                    WHERE s.source_group IS NOT NULL AND s.sequence_number IS NOT NULL
+                )
+                -- the duplicate key MMR compares, hashtextextended(body, 0), of
+                -- the rows leaving the sort only (without the scored rows, the
+                -- pool: MMR reads no other; session 9: hashed in the probe, all
+                -- 100 bodies were hashed for the 20 or 30 MMR reads)
+                SELECT pg_catalog.array_agg(o.evidence_id), pg_catalog.array_agg(o.document_id),
+                       pg_catalog.array_agg(o.final_score::double precision),
+                       pg_catalog.array_agg(pg_catalog.hashtextextended(o.body, 0)),
+                       pg_catalog.array_agg(o.document_version), pg_catalog.array_agg(o.source_version),
+                       pg_catalog.array_agg(o.detail) FILTER (WHERE with_rows)
+                INTO ids, doc_ids, scores, keys, doc_versions, source_versions, scored
+                FROM (
+                    -- in score order (ties by evidence_id); an aggregate over an ordered
+                    -- subquery with nothing between keeps that order. Without the scored
+                    -- rows, only the pool leaves the sort (a bounded sort).
+                    SELECT l.evidence_id, l.document_id, l.final_score, l.body, l.document_version,
+                           l.source_version, l.detail
+                    FROM lifted AS l
+                    ORDER BY l.final_score DESC, l.evidence_id
+                    LIMIT CASE WHEN with_rows THEN NULL ELSE pool_n END
+                ) AS o;
+            END IF;
         ELSE
             -- a temporal intent: the temporal signal is a window over the
             -- candidates (one row per candidate), in the signals, as in the
