@@ -4,7 +4,7 @@
 -- with search_path '' and a non-superuser owner. Read from the catalogs, so
 -- functions added by later files are checked too.
 BEGIN;
-SELECT plan(14);
+SELECT plan(16);
 
 -- Roles that may own functions: the owner owns everything; the searcher
 -- owns only candidate-generation SECURITY DEFINER functions, the embedder
@@ -25,15 +25,32 @@ WHERE n.nspname IN ('dm', 'dm_private')
 CREATE TEMPORARY VIEW uncommented_functions AS
 SELECT function_name FROM dm_functions WHERE COALESCE(pg_catalog.btrim(function_comment), '') = '';
 
+-- The one named exception to the pinned search_path: an SQL function the
+-- planner must inline into its caller's statement, which PostgreSQL does only
+-- for a function without SET clauses (session 13: recall_rank's scoring rows,
+-- written once and read by two statements). It must stay a SECURITY INVOKER
+-- SQL function with no SET clause at all, every name schema-qualified (its
+-- only caller, recall_rank, runs with search_path '' and the recall tests run
+-- it there), executable by no role that serves requests (checked below).
+CREATE TEMPORARY VIEW inlined_sql_functions (function_name) AS
+VALUES ('dm_private.recall_rank_scores(uuid,dm_private.recall_fused[],double precision,double precision,boolean,'
+        'text[],timestamp with time zone,jsonb,double precision,double precision,double precision,double precision,'
+        'double precision,text[],tsquery,double precision,double precision,double precision,double precision,'
+        'double precision,double precision,double precision,boolean,jsonb,double precision,double precision,'
+        'double precision,double precision,double precision,double precision,double precision,double precision)');
+
 -- Aggregates cannot carry SET clauses; functions and procedures must.
 CREATE TEMPORARY VIEW functions_without_search_path AS
 SELECT function_name FROM dm_functions
 WHERE prokind IN ('f', 'p')
+  AND function_name NOT IN (SELECT i.function_name FROM inlined_sql_functions AS i)
   AND NOT EXISTS (SELECT 1 FROM pg_catalog.unnest(proconfig) AS s (setting) WHERE s.setting LIKE 'search\_path=%');
 
 CREATE TEMPORARY VIEW functions_with_nonempty_search_path AS
 SELECT function_name FROM dm_functions
-WHERE prokind IN ('f', 'p') AND NOT ('search_path=""' = ANY (COALESCE(proconfig, '{}')));
+WHERE prokind IN ('f', 'p')
+  AND function_name NOT IN (SELECT i.function_name FROM inlined_sql_functions AS i)
+  AND NOT ('search_path=""' = ANY (COALESCE(proconfig, '{}')));
 
 CREATE TEMPORARY VIEW unsafe_definers AS
 SELECT f.function_name FROM dm_functions AS f
@@ -57,6 +74,18 @@ SELECT is_empty('SELECT * FROM functions_without_search_path',
                 'every dm and dm_private function sets search_path');
 SELECT is_empty('SELECT * FROM functions_with_nonempty_search_path',
                 $$every dm and dm_private function sets search_path = '' (DEVELOPERS.md)$$);
+SELECT results_eq(
+    $$SELECT i.function_name, p.prosecdef, l.lanname::text COLLATE "default", p.proconfig IS NULL, p.proretset
+      FROM inlined_sql_functions AS i
+      LEFT JOIN pg_catalog.pg_proc AS p ON p.oid = i.function_name::regprocedure
+      LEFT JOIN pg_catalog.pg_language AS l ON l.oid = p.prolang$$,
+    $$SELECT i.function_name, false, 'sql', true, true FROM inlined_sql_functions AS i$$,
+    'the inlined exception is a SECURITY INVOKER SQL set function with no SET clause');
+SELECT is_empty(
+    $$SELECT i.function_name, r.role_name FROM inlined_sql_functions AS i
+      CROSS JOIN (VALUES ('public'), ('densemem_app'), ('densemem_analyst'), ('densemem_operator')) AS r (role_name)
+      WHERE pg_catalog.has_function_privilege(r.role_name, i.function_name, 'EXECUTE')$$,
+    'no role that serves requests may execute the inlined exception');
 SELECT is_empty('SELECT * FROM unsafe_definers',
                 $$every SECURITY DEFINER function has search_path '' and a non-superuser owner$$);
 SELECT is_empty('SELECT * FROM unexpected_function_owners',
