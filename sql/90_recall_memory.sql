@@ -26,6 +26,7 @@ SET search_path = ''
 AS $$
 DECLARE
     parsed jsonb;
+    loaded boolean;
 BEGIN
     IF pg_catalog.to_regprocedure('dm.parse_query(text,uuid,timestamp with time zone)') IS NULL THEN
         RETURN NULL;
@@ -33,7 +34,7 @@ BEGIN
     -- Load pg_trgm's library before the parser's functions SET its
     -- parameters: a placeholder set first fails when the library later
     -- loads in the same session (the MMR text similarity loads it).
-    PERFORM public.similarity('', '');
+    loaded := public.similarity('', '') IS NOT NULL;
     -- a direct call, not EXECUTE: PL/pgSQL parses a statement when it first
     -- runs (never when the parser is absent: the test above returns first)
     -- and keeps its plan, where EXECUTE planned it on every call
@@ -196,6 +197,7 @@ DECLARE
         || 'expand_from_entity_ids for adjacent context. Use trace_memory(relationship_id) on a discovery '
         || 'path to see its evidence and history.';
     explain jsonb;
+    trigram_loaded boolean;
     want integer;
     error_state text;
     error_message text;
@@ -231,12 +233,21 @@ BEGIN
         timings := timings || pg_catalog.jsonb_build_object('request_ms', EXTRACT(EPOCH FROM mark - started) * 1000);
     END IF;
 
-    -- query understanding (optional stage)
+    -- query understanding (optional stage): recall_parse's body, called
+    -- directly (session 14). Its to_regprocedure test parsed three type
+    -- names with the SQL parser on every recall; here the call simply fails
+    -- when the stage is absent, and only then is the test made, to tell an
+    -- absent stage (no degradation, as recall_parse's NULL) from a failing
+    -- one. The library load is an assignment (an expression), not PERFORM
+    -- (a statement).
     BEGIN
-        parsed := dm_private.recall_parse(query, team, (req ->> 'now')::timestamptz);
+        trigram_loaded := public.similarity('', '') IS NOT NULL;
+        parsed := dm.parse_query(query, team, (req ->> 'now')::timestamptz);
     EXCEPTION WHEN OTHERS THEN
         parsed := NULL;
-        degraded := degraded || 'parse'::text;
+        IF pg_catalog.to_regprocedure('dm.parse_query(text,uuid,timestamp with time zone)') IS NOT NULL THEN
+            degraded := degraded || 'parse'::text;
+        END IF;
     END;
     req := dm_private.recall_merge_parse(req, request, parsed);
     IF with_explain THEN
@@ -500,6 +511,12 @@ BEGIN
                             -- caller's scopes (see recall_hydrate, sql/58)
                             AND NOT ((x.labels OPERATOR(pg_catalog.-) hydrate_scopes)
                                      OPERATOR(pg_catalog.@?) 'strict $.* ? (@ == true)'::pg_catalog.jsonpath)
+                            -- the owner profile is active: not one of the
+                            -- team's profiles in another state (see
+                            -- recall_hydrate, sql/58)
+                            AND x.owner_profile_id <> ALL (ARRAY(
+                                SELECT p.profile_id FROM dm_private.profiles AS p
+                                WHERE p.team_id = team AND p.state <> 'active'))
                           OFFSET 0) AS e
                     CROSS JOIN LATERAL (
                         SELECT 1 FROM dm_private.source_revisions AS r
@@ -510,11 +527,6 @@ BEGIN
                         SELECT y.external_id FROM dm_private.sources AS y
                         WHERE y.team_id = team AND y.source_id = e.source_id
                         OFFSET 0) AS s
-                    CROSS JOIN LATERAL (
-                        SELECT 1 FROM dm_private.profiles AS p
-                        WHERE p.team_id = team AND p.profile_id = e.owner_profile_id
-                          AND p.state = 'active'
-                        OFFSET 0) AS p
                 ) AS h ON true;
                 FOR i IN 1..COALESCE(pg_catalog.cardinality(hydrate_ids), 0) LOOP
                     EXIT WHEN pg_catalog.cardinality(pass_kept) >= pass_want;
@@ -563,21 +575,23 @@ BEGIN
     END IF;
 
     -- discovery paths (optional stage, after the direct results are chosen)
-    IF pg_catalog.to_regprocedure('dm_private.discovery_for_recall(uuid,text,jsonb,uuid[],jsonb,jsonb)') IS NOT NULL THEN
-        BEGIN
-            discovery := dm_private.discovery_for_recall(team, query, COALESCE(parsed, '{}'::jsonb), kept, req, settings);
-            discovery_paths := COALESCE(discovery -> 'discovery_paths', '[]'::jsonb);
-            related := discovery -> 'related_hypotheses';
-            IF pg_catalog.jsonb_typeof(discovery -> 'degraded') = 'array'
-               AND pg_catalog.jsonb_array_length(discovery -> 'degraded') > 0 THEN
-                degraded := degraded || ARRAY(SELECT pg_catalog.jsonb_array_elements_text(discovery -> 'degraded'));
-            END IF;
-        EXCEPTION WHEN OTHERS THEN
-            discovery_paths := '[]';
-            related := NULL;
+    -- (called directly, as the parse above: the to_regprocedure test that
+    -- tells an absent stage from a failing one runs only when the call fails)
+    BEGIN
+        discovery := dm_private.discovery_for_recall(team, query, COALESCE(parsed, '{}'::jsonb), kept, req, settings);
+        discovery_paths := COALESCE(discovery -> 'discovery_paths', '[]'::jsonb);
+        related := discovery -> 'related_hypotheses';
+        IF pg_catalog.jsonb_typeof(discovery -> 'degraded') = 'array'
+           AND pg_catalog.jsonb_array_length(discovery -> 'degraded') > 0 THEN
+            degraded := degraded || ARRAY(SELECT pg_catalog.jsonb_array_elements_text(discovery -> 'degraded'));
+        END IF;
+    EXCEPTION WHEN OTHERS THEN
+        discovery_paths := '[]';
+        related := NULL;
+        IF pg_catalog.to_regprocedure('dm_private.discovery_for_recall(uuid,text,jsonb,uuid[],jsonb,jsonb)') IS NOT NULL THEN
             degraded := degraded || 'discovery'::text;
-        END;
-    END IF;
+        END IF;
+    END;
     IF with_explain THEN
         timings := timings || pg_catalog.jsonb_build_object('discovery_ms', EXTRACT(EPOCH FROM pg_catalog.clock_timestamp() - mark) * 1000);
     END IF;

@@ -22,6 +22,10 @@ SELECT plan(14);
 --                                    are in predicate_cardinalities.
 --   dm_private.search_index_profiles versioned vector-index settings of the
 --                                    installation (0020), like ranking_profiles.
+--   dm_private.recall_settings_resolved
+--                                    each ranking profile's settings resolved
+--                                    against the active search-index profile
+--                                    (0088), derived from the two above.
 --   dm_migrations.applied_migrations, dm_migrations.applied_function_files
 --                                    the migration runner's ledger: one per
 --                                    database, about the schema, not the data.
@@ -32,6 +36,7 @@ VALUES
     ('dm_private.predicate_synonym_defaults'),
     ('dm_private.predicate_cardinality_defaults'),
     ('dm_private.search_index_profiles'),
+    ('dm_private.recall_settings_resolved'),
     ('dm_migrations.applied_migrations'),
     ('dm_migrations.applied_function_files');
 
