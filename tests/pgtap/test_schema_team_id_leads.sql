@@ -71,6 +71,12 @@ VALUES
 --                              the same (0073): proximity's probe of each
 --                              candidate's link endpoints by evidence_id; the
 --                              reader keeps its explicit team_id predicate.
+--   dm_private.evidence_evidence_hash_idx,
+--   dm_private.sources_source_hash_idx,
+--   dm_private.source_revisions_revision_hash_idx
+--                              the same (0089): hydration's probes of each
+--                              result's evidence, source and revision by id;
+--                              every reader keeps its team_id predicate.
 --   dm_private.entity_names_team_trigram_idx,
 --   dm_private.search_documents_entity_team_lexemes_idx
 --                              the same for entity name trigrams (0055) and
@@ -84,6 +90,9 @@ VALUES
     ('dm_private.search_documents_team_order_idx'),
     ('dm_private.search_documents_document_hash_idx'),
     ('dm_private.evidence_link_endpoints_evidence_hash_idx'),
+    ('dm_private.evidence_evidence_hash_idx'),
+    ('dm_private.sources_source_hash_idx'),
+    ('dm_private.source_revisions_revision_hash_idx'),
     ('dm_private.entity_names_team_trigram_idx'),
     ('dm_private.search_documents_entity_team_lexemes_idx');
 
