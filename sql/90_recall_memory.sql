@@ -187,7 +187,7 @@ DECLARE
     discovery jsonb;
     discovery_paths jsonb := '[]';
     related jsonb;
-    contract_version text;
+    vector_branch_ran boolean := false;
     telemetry jsonb;
     answer jsonb;
     guidance constant text :=
@@ -348,11 +348,9 @@ BEGIN
             BEGIN
                 -- the array itself (an expression: no statement, no set to pack)
                 vector_hits := dm_private.recall_vector_hits(team, query_embedding, pass_req, settings);
-                IF contract_version IS NULL THEN
-                    SELECT c.provider || '/' || c.model || '/' || c.dimensions || '/' || c.normalization || '/v' || c.version
-                    INTO contract_version
-                    FROM dm_private.embedding_contracts AS c WHERE c.is_active;
-                END IF;
+                -- the telemetry row names the active contract (read with
+                -- its freshness figures, one statement fewer here)
+                vector_branch_ran := true;
             EXCEPTION WHEN OTHERS THEN
                 GET STACKED DIAGNOSTICS error_state = RETURNED_SQLSTATE, error_message = MESSAGE_TEXT;
                 IF 'vector' = ANY (required_branches) THEN
@@ -612,12 +610,13 @@ BEGIN
         answer := answer || pg_catalog.jsonb_build_object('related_hypotheses', related);
     END IF;
 
+    -- (described as JSON only for explain)
     telemetry := dm_private.write_recall_telemetry(
         team, pg_catalog.gen_random_uuid(),
         (settings ->> 'profile_name') || ':v' || (settings ->> 'profile_version'),
         'v' || COALESCE(settings ->> 'index_version', '0'),
-        degraded, contract_version, pg_catalog.cardinality(kept),
-        EXTRACT(EPOCH FROM pg_catalog.clock_timestamp() - started) * 1000);
+        degraded, vector_branch_ran, pg_catalog.cardinality(kept),
+        EXTRACT(EPOCH FROM pg_catalog.clock_timestamp() - started) * 1000, with_explain);
 
     -- A recall returns its answer as it is: wrapping it as {"answer": ...}
     -- for dm.recall_memory to take apart again copied every result a third
