@@ -511,6 +511,9 @@ BEGIN
         'temporal_intent', intent,
         'usage_snapshot_id', snapshot,
         'ranking_profile', req ->> 'ranking_profile',
+        -- filled by the parse of the query (recall_merge_parse, which
+        -- takes the field out when there is no parse)
+        'parsed_entity_ids', '[]'::jsonb,
         -- dm_private.authenticated_scopes()'s expression, written out (as
         -- recall_run's hydration does): that SQL function carries its own
         -- SET search_path, so each call ran its statement through the
@@ -525,7 +528,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION dm_private.recall_request(text, jsonb, jsonb) IS
-'Validates a recall request against the ranking settings and returns it normalised (limit, budget, clock, times, filters, known ids, anchors, phrases, window, intent, snapshot, scopes). 22023 / 22P02 / 22007 / DM413 on bad input.';
+'Validates a recall request against the ranking settings and returns it normalised (limit, budget, clock, times, filters, known ids, anchors, phrases, window, intent, snapshot, scopes, and the parsed entity ids the parse fills). 22023 / 22P02 / 22007 / DM413 on bad input.';
 REVOKE ALL ON FUNCTION dm_private.recall_request(text, jsonb, jsonb) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION dm_private.recall_request(text, jsonb, jsonb)
 TO densemem_app, densemem_analyst, densemem_operator;

@@ -66,17 +66,25 @@ DECLARE
     -- again, four or five times per recall (0.11 M instructions); jsonb's
     -- || is associative on objects (the right side's keys win), so one
     -- concatenation of the collected fields gives the same value.
+    -- Session 14: only the fields whose value changes are collected. The
+    -- normalised request already holds '[]' for anchors and phrases the
+    -- request left out, and for parsed_entity_ids (recall_request), so the
+    -- common parse (no anchor, phrase, window, intent or entity) changes
+    -- nothing and the request is returned as it is, without the
+    -- concatenation (~0.06 M instructions per recall). When there is no
+    -- parse, parsed_entity_ids is taken out again: the request is then what
+    -- it was without a parse (explain shows it).
     overlay jsonb := '{}'::jsonb;
     window_value jsonb;
 BEGIN
     IF parsed IS NULL OR pg_catalog.jsonb_typeof(parsed) <> 'object' THEN
-        RETURN req;
+        RETURN req OPERATOR(pg_catalog.-) 'parsed_entity_ids';
     END IF;
-    -- (an empty list from the parse, the common case, is laid down without
-    -- a statement: the aggregate over no element gives the same '[]')
+    -- (an empty list from the parse, the common case, leaves the request's
+    -- '[]' as it is: the aggregate below over no element gives the same '[]')
     IF NOT COALESCE(request, '{}'::jsonb) ? 'anchors' AND pg_catalog.jsonb_typeof(parsed -> 'anchors') = 'array'
        AND pg_catalog.jsonb_array_length(parsed -> 'anchors') = 0 THEN
-        overlay := overlay || '{"anchors": []}'::jsonb;
+        NULL;
     ELSIF NOT COALESCE(request, '{}'::jsonb) ? 'anchors' AND pg_catalog.jsonb_typeof(parsed -> 'anchors') = 'array' THEN
         overlay := overlay || pg_catalog.jsonb_build_object('anchors', COALESCE((
             SELECT pg_catalog.jsonb_agg(a.item ->> 'value' ORDER BY a.ord)
@@ -87,7 +95,7 @@ BEGIN
     END IF;
     IF NOT COALESCE(request, '{}'::jsonb) ? 'phrases' AND pg_catalog.jsonb_typeof(parsed -> 'phrases') = 'array'
        AND pg_catalog.jsonb_array_length(parsed -> 'phrases') = 0 THEN
-        overlay := overlay || '{"phrases": []}'::jsonb;
+        NULL;
     ELSIF NOT COALESCE(request, '{}'::jsonb) ? 'phrases' AND pg_catalog.jsonb_typeof(parsed -> 'phrases') = 'array' THEN
         overlay := overlay || pg_catalog.jsonb_build_object('phrases', COALESCE((
             SELECT pg_catalog.jsonb_agg(p.item #>> '{}' ORDER BY p.ord)
@@ -108,12 +116,15 @@ BEGIN
     END IF;
     IF pg_catalog.jsonb_typeof(parsed -> 'entities') IS DISTINCT FROM 'array'
        OR pg_catalog.jsonb_array_length(parsed -> 'entities') = 0 THEN
-        overlay := overlay || '{"parsed_entity_ids": []}'::jsonb;
+        NULL;
     ELSE
         overlay := overlay || pg_catalog.jsonb_build_object('parsed_entity_ids', COALESCE((
             SELECT pg_catalog.jsonb_agg(DISTINCT x.item ->> 'entity_id')
             FROM pg_catalog.jsonb_array_elements(parsed -> 'entities') AS x (item)
             WHERE x.item ->> 'entity_id' ~ '^[0-9a-fA-F-]{36}$'), '[]'::jsonb));
+    END IF;
+    IF overlay = '{}'::jsonb THEN
+        RETURN req;
     END IF;
     RETURN req || overlay;
 END
