@@ -443,9 +443,10 @@ BEGIN
             -- Explain hydrates the whole ordered list at once (it reports
             -- every candidate hydration dropped): one statement builds the
             -- contexts and their byte sizes in MMR order, recall_budget walks them.
-            SELECT COALESCE(pg_catalog.jsonb_object_agg(h.evidence_id::text, pg_catalog.jsonb_build_object(
-                       'evidence_id', h.evidence_id, 'context', h.context, 'source_id', h.source_id,
-                       'source_external_id', h.source_external_id)) FILTER (WHERE h.evidence_id IS NOT NULL), '{}'::jsonb),
+            SELECT COALESCE(pg_catalog.jsonb_object_agg(h.evidence_id::text, pg_catalog.jsonb_object(
+                       ARRAY['evidence_id', 'context', 'source_id', 'source_external_id'],
+                       ARRAY[h.evidence_id::text, h.context, h.source_id::text, h.source_external_id]))
+                       FILTER (WHERE h.evidence_id IS NOT NULL), '{}'::jsonb),
                    pg_catalog.array_agg(pg_catalog.octet_length(h.context) ORDER BY o.ord)
             INTO pass_contexts, sizes
             FROM pg_catalog.unnest(ordered_ids) WITH ORDINALITY AS o (id, ord)
@@ -497,9 +498,16 @@ BEGIN
                 END IF;
                 hydrate_valid_at := (pass_req ->> 'valid_at')::timestamptz;
                 hydrate_known_at := (pass_req ->> 'known_at')::timestamptz;
-                SELECT pg_catalog.array_agg(CASE WHEN h.evidence_id IS NOT NULL THEN pg_catalog.jsonb_build_object(
-                           'evidence_id', h.evidence_id, 'context', h.context, 'source_id', h.source_id,
-                           'source_external_id', h.source_external_id) END ORDER BY o.ord),
+                -- Each result object from two text arrays (session 14):
+                -- jsonb_object gives the same object as jsonb_build_object
+                -- (every value a JSON string, a NULL external id null; a uuid
+                -- as text is the string its JSON conversion writes), without
+                -- working out each argument's type and output function again
+                -- for every object (~10 k instructions per result).
+                SELECT pg_catalog.array_agg(CASE WHEN h.evidence_id IS NOT NULL THEN pg_catalog.jsonb_object(
+                           ARRAY['evidence_id', 'context', 'source_id', 'source_external_id'],
+                           ARRAY[h.evidence_id::text, h.context, h.source_id::text, h.source_external_id]) END
+                                            ORDER BY o.ord),
                        pg_catalog.array_agg(pg_catalog.octet_length(h.context) ORDER BY o.ord)
                 INTO chunk_items, sizes
                 FROM pg_catalog.unnest(hydrate_ids[1:200]) WITH ORDINALITY AS o (id, ord)
