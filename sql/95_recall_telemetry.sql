@@ -37,19 +37,24 @@ BEGIN
     -- the three freshness figures and the active embedding contract (the
     -- query embedding's, when the vector branch ran) in one statement (one
     -- executor start, not four)
-    SELECT (SELECT pg_catalog.count(*)
-            FROM (SELECT 1 FROM dm_private.search_documents AS d
-                  WHERE d.team_id = team AND d.search_state = 'pending' LIMIT 10000) AS x),
+    -- The pending count and the oldest pending document from one read of
+    -- search_documents_pending_idx (team_id, pending_since) (session 14, one
+    -- subplan fewer to start): its first 10,000 entries in pending_since
+    -- order are counted (the cap) and hold the oldest of all.
+    SELECT p.pending_count,
            (SELECT pg_catalog.count(*)
             FROM (SELECT 1 FROM dm_private.search_documents AS d
                   WHERE d.team_id = team AND d.search_state = 'failed' LIMIT 10000) AS x),
-           (SELECT EXTRACT(EPOCH FROM pg_catalog.now() - pg_catalog.min(d.pending_since))::double precision
-            FROM dm_private.search_documents AS d
-            WHERE d.team_id = team AND d.search_state = 'pending'),
+           EXTRACT(EPOCH FROM pg_catalog.now() - p.oldest_since)::double precision,
            (SELECT c.provider || '/' || c.model || '/' || c.dimensions || '/' || c.normalization || '/v' || c.version
             FROM dm_private.embedding_contracts AS c
             WHERE c.is_active AND vector_branch_ran)
-    INTO pending, failed, oldest, query_embedding_contract_version;
+    INTO pending, failed, oldest, query_embedding_contract_version
+    FROM (SELECT pg_catalog.count(*) AS pending_count, pg_catalog.min(x.pending_since) AS oldest_since
+          FROM (SELECT d.pending_since FROM dm_private.search_documents AS d
+                WHERE d.team_id = team AND d.search_state = 'pending'
+                ORDER BY d.pending_since
+                LIMIT 10000) AS x) AS p;
     IF pg_catalog.current_setting('transaction_read_only') = 'off' THEN
         INSERT INTO dm_private.recall_telemetry (
             team_id, recall_id, ranking_profile_version, search_index_profile_version, degraded_branches,
