@@ -88,12 +88,5 @@ FOR EACH STATEMENT EXECUTE FUNCTION dm_private.recall_settings_resolve();
 ALTER TABLE dm_private.ranking_profiles ENABLE ALWAYS TRIGGER ranking_profiles_settings_resolved;
 ALTER TABLE dm_private.search_index_profiles ENABLE ALWAYS TRIGGER search_index_profiles_settings_resolved;
 
-INSERT INTO dm_private.recall_settings_resolved (ranking_profile_id, search_index_profile_id, settings)
-SELECT r.ranking_profile_id, sip.search_index_profile_id,
-       r.settings || pg_catalog.jsonb_build_object(
-           'profile_name', r.name,
-           'profile_version', r.version,
-           'index_version', sip.version,
-           'index', COALESCE(sip.settings, '{}'::jsonb))
-FROM dm_private.ranking_profiles AS r
-LEFT JOIN dm_private.search_index_profiles AS sip ON sip.is_active;
+-- The first fill: a statement trigger fires for an UPDATE of no row too.
+UPDATE dm_private.ranking_profiles SET settings = settings WHERE false;

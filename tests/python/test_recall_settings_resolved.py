@@ -59,7 +59,8 @@ def test_resolved_settings_follow_every_profile_change(admin_conn: Conn) -> None
 
     # a settings change in place
     admin_conn.execute(
-        "UPDATE dm_private.ranking_profiles SET settings = settings || '{\"support_weight\": 0.25}' WHERE is_default"
+        "UPDATE dm_private.ranking_profiles SET settings = settings || '{\"support_weight\": 0.25}' "
+        "WHERE is_default"
     )
     assert settings_of(admin_conn, team)["support_weight"] == 0.25
     assert settings_of(admin_conn, team) == built(admin_conn, name)
@@ -79,7 +80,7 @@ def test_resolved_settings_follow_every_profile_change(admin_conn: Conn) -> None
     assert settings_of(admin_conn, team) == built(admin_conn, name)
     admin_conn.execute(
         "INSERT INTO dm_private.search_index_profiles (version, is_active, settings) "
-        "VALUES (900, true, '{\"hnsw\": {\"ef_search\": 123}}')"
+        'VALUES (900, true, \'{"hnsw": {"ef_search": 123}}\')'
     )
     assert settings_of(admin_conn, team)["index_version"] == 900
     assert settings_of(admin_conn, team)["index"] == {"hnsw": {"ef_search": 123}}
@@ -101,7 +102,8 @@ def test_a_missing_or_stale_resolved_row_is_resolved_as_before(admin_conn: Conn)
     expected = built(admin_conn, name)
     # a row resolved against another search-index profile is not used
     admin_conn.execute(
-        "UPDATE dm_private.recall_settings_resolved SET search_index_profile_id = -1, settings = '{\"stale\": true}'"
+        "UPDATE dm_private.recall_settings_resolved "
+        "SET search_index_profile_id = -1, settings = '{\"stale\": true}'"
     )
     assert settings_of(admin_conn, team) == expected
     # nor is anything when the row is missing
