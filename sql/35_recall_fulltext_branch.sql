@@ -177,6 +177,8 @@ DECLARE
     any_dense boolean := false;
     all_dense boolean := false;
     team_documents double precision;
+    total_length double precision;
+    held_names text [];
     small_team boolean;
     average_length double precision;
     valid_at timestamptz := (req ->> 'valid_at')::timestamptz;
@@ -236,72 +238,72 @@ BEGIN
     -- one-lexeme tsqueries and (k1 + 1) * idf, at most 24 (the scorer below is
     -- unrolled; the commonest lexemes of a longer query weigh least). The
     -- scan query ORs the rarest while their frequencies fit the budget.
-    WITH totals AS (
-        -- one read of the team's row and one of its pending totals (the
-        -- same sums, typed as the scalar subqueries they replace)
-        SELECT GREATEST(COALESCE(s.document_count, 0) + COALESCE(p.document_delta, 0), 1)::double precision
-                   AS documents,
-               COALESCE(s.total_length, 0) + COALESCE(p.length_delta, 0)::double precision AS total_length
-        FROM (SELECT pg_catalog.sum(d.document_delta) AS document_delta,
-                     pg_catalog.sum(d.length_delta) AS length_delta
-              FROM dm_private.search_statistics_deltas AS d
-              WHERE d.team_id = team AND d.lexeme IS NULL) AS p
-        LEFT JOIN dm_private.search_team_statistics AS s ON s.team_id = team
-    ),
-    -- (materialized: read once now, it would otherwise be inlined and each
-    -- lexeme's two probes run twice, for the df > 0 test and the value)
-    terms AS MATERIALIZED (
-        -- the compacted count by one primary-key probe per query lexeme (a
-        -- scalar subquery, at most one row), never a join the generic plan
-        -- may turn into a read of every compacted row of the team (it did
-        -- on a database whose statistics were empty when it was planned:
-        -- a hash join over the team's rows; session 8)
-        SELECT l.lexeme,
-               COALESCE((SELECT s.document_count FROM dm_private.search_term_statistics AS s
-                         WHERE s.team_id = team AND s.lexeme = l.lexeme), 0)
-               + COALESCE((SELECT pg_catalog.sum(d.document_delta) FROM dm_private.search_statistics_deltas AS d
-                           WHERE d.team_id = team AND d.lexeme = l.lexeme), 0) AS df
-        FROM pg_catalog.unnest(query_vector) AS l
-    ),
-    -- the query lexemes some recallable document holds, rarest first (ties
-    -- by lexeme): every aggregate reads them in that one order (one sort),
-    -- and the running sums, positions and the scan's prefix are taken from
-    -- these arrays below, not by a window and filtered aggregates in the
-    -- statement (session 9: a window node, a second sort and four
-    -- aggregates less to start and run per call)
-    held AS (
-        SELECT t.lexeme, t.df FROM terms AS t WHERE t.df > 0
-    )
-    SELECT pg_catalog.array_agg(('''' || pg_catalog.replace(pg_catalog.replace(h.lexeme, '\', '\\'), '''', '''''')
-                                 || '''')::tsquery ORDER BY h.df, h.lexeme),
-           pg_catalog.array_agg(GREATEST((k1 + 1.0) * pg_catalog.ln(1.0 + (x.documents - h.df + 0.5) / (h.df + 0.5)),
-                                         0.0)::double precision ORDER BY h.df, h.lexeme),
-           pg_catalog.array_agg(h.df ORDER BY h.df, h.lexeme),
-           -- each lexeme's key in search_documents_team_lexemes_idx (migration 0025)
-           pg_catalog.array_agg(pg_catalog.left(team::text, 8) || h.lexeme ORDER BY h.df, h.lexeme),
-           (SELECT GREATEST(x.total_length / x.documents, 1.0) FROM totals AS x),
-           -- the query's distinct lexemes: its tsvector's length (not a count
-           -- over the terms: an aggregate node less to start per call)
-           pg_catalog.length(query_vector),
-           (SELECT x.documents FROM totals AS x),
-           -- for the dense passes: the log of the product of the held
-           -- lexemes' shares of the team's documents
-           pg_catalog.sum(pg_catalog.ln(h.df / x.documents)),
-           ARRAY(SELECT p.profile_id FROM dm_private.profiles AS p
-                 WHERE p.team_id = team AND p.state <> 'active'),
-           -- any grouped evidence document, recallable or not (a superset of
-           -- what the context reads); not read at all without context
+    SELECT h.lexemes, h.dfs,
+           GREATEST(COALESCE(s.document_count, 0) + COALESCE(p.document_delta, 0), 1)::double precision,
+           COALESCE(s.total_length, 0) + COALESCE(p.length_delta, 0)::double precision,
+           ARRAY(SELECT f.profile_id FROM dm_private.profiles AS f
+                 WHERE f.team_id = team AND f.state <> 'active'),
+           -- any evidence document, recallable or not, with both a source
+           -- group and a sequence number (a superset of what the context
+           -- reads: its islands and neighbourhoods need both), in one descent
+           -- of search_documents_grouped_idx (migration 0082); not read at
+           -- all without context
            context_radius > 0
            AND EXISTS (SELECT FROM dm_private.search_documents AS g
-                       WHERE g.team_id = team AND g.subject_kind = 'evidence' AND g.source_group IS NOT NULL)
-    INTO term_queries, idfs, term_dfs, term_keys, average_length, query_lexemes, team_documents,
-         log_share, disabled, grouped
-    FROM held AS h CROSS JOIN totals AS x;
+                       WHERE g.team_id = team AND g.subject_kind = 'evidence'
+                         AND g.source_group IS NOT NULL AND g.sequence_number IS NOT NULL)
+    INTO held_names, term_dfs, team_documents, total_length, disabled, grouped
+    -- one read of the team's row and one of its pending totals
+    FROM (SELECT pg_catalog.sum(d.document_delta) AS document_delta,
+                 pg_catalog.sum(d.length_delta) AS length_delta
+          FROM dm_private.search_statistics_deltas AS d
+          WHERE d.team_id = team AND d.lexeme IS NULL) AS p
+    LEFT JOIN dm_private.search_team_statistics AS s ON s.team_id = team
+    CROSS JOIN (
+        -- the query lexemes some recallable document holds, rarest first
+        -- (ties by lexeme), and their frequencies
+        SELECT pg_catalog.array_agg(t.lexeme ORDER BY t.df, t.lexeme) AS lexemes,
+               pg_catalog.array_agg(t.df ORDER BY t.df, t.lexeme) AS dfs
+        FROM (
+            -- the compacted count by one primary-key probe per query lexeme (a
+            -- scalar subquery, at most one row), never a join the generic plan
+            -- may turn into a read of every compacted row of the team (it did
+            -- on a database whose statistics were empty when it was planned:
+            -- a hash join over the team's rows; session 8); OFFSET 0: each
+            -- lexeme's two probes run once, not again for the df > 0 test
+            SELECT l.lexeme,
+                   COALESCE((SELECT c.document_count FROM dm_private.search_term_statistics AS c
+                             WHERE c.team_id = team AND c.lexeme = l.lexeme), 0)
+                   + COALESCE((SELECT pg_catalog.sum(d.document_delta) FROM dm_private.search_statistics_deltas AS d
+                               WHERE d.team_id = team AND d.lexeme = l.lexeme), 0) AS df
+            FROM pg_catalog.unnest(pg_catalog.tsvector_to_array(query_vector)) AS l (lexeme)
+            OFFSET 0
+        ) AS t
+        WHERE t.df > 0
+    ) AS h;
+    average_length := GREATEST(total_length / team_documents, 1.0);
+    -- the query's distinct lexemes: its tsvector's length
+    query_lexemes := pg_catalog.length(query_vector);
+    -- Each held lexeme's one-lexeme tsquery, (k1 + 1) * idf and key in
+    -- search_documents_team_lexemes_idx (migration 0025), and the log of the
+    -- product of their shares of the team's documents (for the dense passes),
+    -- in the statistics' order: simple expressions here, not four ordered
+    -- aggregates of the statement (their start-up cost more than this loop
+    -- on a query of a few lexemes; session 14).
+    held_lexemes := COALESCE(pg_catalog.cardinality(term_dfs), 0);
+    FOR i IN 1..held_lexemes LOOP
+        term_queries[i] := ('''' || pg_catalog.replace(pg_catalog.replace(held_names[i], '\', '\\'), '''', '''''')
+                            || '''')::tsquery;
+        idfs[i] := GREATEST((k1 + 1.0) * pg_catalog.ln(1.0 + (team_documents - term_dfs[i] + 0.5) / (term_dfs[i] + 0.5)),
+                            0.0)::double precision;
+        term_keys[i] := pg_catalog.left(team::text, 8) || held_names[i];
+        log_share := CASE WHEN i = 1 THEN pg_catalog.ln(term_dfs[i] / team_documents)
+                          ELSE log_share + pg_catalog.ln(term_dfs[i] / team_documents) END;
+    END LOOP;
     -- The query lexemes some document holds, and the scan query: the rarest
     -- (always) and the next ones while their frequencies, summed rarest
     -- first, stay within the budget (frequencies are positive, so that is a
     -- prefix: the statement's former "position = 1 OR running_df <= budget").
-    held_lexemes := COALESCE(pg_catalog.cardinality(term_dfs), 0);
     IF held_lexemes > 0 THEN
         scan_n := 1;
         scan_df := term_dfs[1];
