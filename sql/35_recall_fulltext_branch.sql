@@ -175,6 +175,10 @@ DECLARE
     held_lexemes integer;
     log_share double precision;
     any_dense boolean := false;
+    -- the dense walk's query, and whether it is scan_q / all_q itself
+    walk_q tsquery;
+    walk_is_scan boolean;
+    walk_is_all boolean;
     all_dense boolean := false;
     team_documents double precision;
     total_length double precision;
@@ -432,6 +436,8 @@ BEGIN
                      AND scan_df * scan_df > dense_factor * budget * team_documents;
         -- the all-terms matches, were the lexemes independent (none when a
         -- query lexeme is in no document)
+        -- (never NULL: log_share is NULL only when no lexeme is held, and
+        -- then held_lexemes = query_lexemes is false, all_q having lexemes)
         all_dense := all_pass_needed AND all_keys IS NOT NULL AND pg_catalog.strpos(all_text, '<') = 0
                      AND held_lexemes = query_lexemes
                      AND pg_catalog.power(team_documents * pg_catalog.exp(log_share), 2)
@@ -796,16 +802,69 @@ BEGIN
         RETURN;
     END IF;
     IF any_dense OR all_dense THEN
+        -- The dense walk's query (the dense_walk CTEs below): the dense
+        -- pass's; when both are dense and the rarest held lexeme is required
+        -- by all_q (scan_q always ORs it), scan_q alone, since every all-terms
+        -- match then matches scan_q; otherwise the OR of both.
+        walk_q := CASE WHEN NOT all_dense THEN scan_q
+                       WHEN NOT any_dense THEN all_q
+                       WHEN term_keys[1] = ANY (all_keys) THEN scan_q
+                       ELSE scan_q OPERATOR(pg_catalog.||) all_q END;
+        walk_is_scan := any_dense AND walk_q OPERATOR(pg_catalog.=) scan_q;
+        walk_is_all := all_dense AND walk_q OPERATOR(pg_catalog.=) all_q;
+    END IF;
+    -- A dense pass of a team without exchange context and a query of at most
+    -- 8 scored lexemes runs the 8-lexeme GIN statement below, which has the
+    -- dense ways too (session 14: this statement's 24 unrolled terms and
+    -- context CTEs cost more to start and run than the walk it saved).
+    IF (any_dense OR all_dense) AND (grouped OR term_count > 8) THEN
         RETURN QUERY
-            -- A larger team with a dense pass (any_dense or all_dense): the GIN
-            -- passes, each with its dense way (the team's documents in heap order,
+            -- A larger team with a dense pass (any_dense or all_dense) and
+            -- exchange context or more than 8 scored lexemes: the GIN passes,
+            -- each with its dense way (the team's documents in heap order,
             -- search_documents_team_order_idx), in the 24-lexeme width (a query of
             -- at most 8 scored lexemes gets the same sums). A statement of its own,
             -- so that the other calls do not initialise the dense scans.
+            -- The dense ways of both passes (search_documents_team_order_idx,
+            -- migration 0053): one walk of the team's eligible documents in
+            -- heap order, keeping those that match a dense pass's query. A CTE
+            -- is read on demand: each pass takes its first `budget` matches in
+            -- that order, the rows a walk of its own would take; when both
+            -- passes are dense the team is walked once, as far as the further
+            -- pass needs, not twice (session 14: the all-terms walk of a
+            -- common-lexeme query read most of a large team again). Never run
+            -- when no pass is dense (its readers' one-time filters are false).
+            WITH dense_walk AS MATERIALIZED (
+                SELECT d.document_id, d.subject_id, d.search_vector, d.source_group, d.sequence_number,
+                       -- each row is tested once against walk_q, and against
+                       -- the other pass's query only when walk_q is not it
+                       any_dense AND (walk_is_scan OR (d.search_vector @@ scan_q) IS TRUE) AS is_any,
+                       all_dense AND (walk_is_all OR (d.search_vector @@ all_q) IS TRUE) AS is_all
+                FROM dm_private.search_documents AS d
+                WHERE dm_private.search_team_order_key(d.team_id) = team
+                  AND (d.team_id = team) IS TRUE
+                  AND (d.search_vector @@ walk_q) IS TRUE
+                  AND d.subject_kind = 'evidence'
+                  AND d.is_recallable
+                  AND d.owner_profile_id <> ALL (disabled)
+                  AND (d.valid_from IS NULL OR d.valid_from <= valid_at)
+                  AND (d.valid_to IS NULL OR d.valid_to > valid_at)
+                  AND (d.known_from IS NULL OR d.known_from <= known_at)
+                  AND (d.known_to IS NULL OR d.known_to > known_at)
+                  AND d.policy_labels <@ scopes
+                  AND (source_groups IS NULL OR d.source_group = ANY (source_groups))
+                  AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
+                  AND (created_after IS NULL OR d.source_created_at >= created_after)
+                  AND (created_before IS NULL OR d.source_created_at < created_before)
+                  AND (NOT has_window OR (d.source_created_at IS NOT NULL
+                                          AND (window_from IS NULL OR d.source_created_at >= window_from)
+                                          AND (window_to IS NULL OR d.source_created_at <= window_to)))
+                  AND d.subject_id <> ALL (known_ids)
+            ),
             -- read once (by own_matched), so not materialised: its rows go
             -- straight into own_matched's store, one tuplestore copy of each
             -- candidate and its tsvector less (session 8)
-            WITH any_pass AS NOT MATERIALIZED (
+            any_pass AS NOT MATERIALIZED (
                 -- the keyed way: a bitmap of the lexemes' documents
                 (SELECT d.document_id, d.subject_id, d.search_vector, d.source_group, d.sequence_number
                 FROM dm_private.search_documents AS d
@@ -841,31 +900,9 @@ BEGIN
                 LIMIT budget)
                 UNION ALL
                 -- the dense way: the same first rows in heap order
-                (SELECT d.document_id, d.subject_id, d.search_vector, d.source_group, d.sequence_number
-                FROM dm_private.search_documents AS d
-                WHERE scan_q IS NOT NULL
-                  AND NOT small_team
-                  AND any_dense
-                  -- dense: the team's documents in heap order (migration 0053)
-                  AND dm_private.search_team_order_key(d.team_id) = team
-                  AND (d.team_id = team) IS TRUE
-                  AND (d.search_vector @@ scan_q) IS TRUE
-                  AND d.subject_kind = 'evidence'
-                  AND d.is_recallable
-                  AND d.owner_profile_id <> ALL (disabled)
-                  AND (d.valid_from IS NULL OR d.valid_from <= valid_at)
-                  AND (d.valid_to IS NULL OR d.valid_to > valid_at)
-                  AND (d.known_from IS NULL OR d.known_from <= known_at)
-                  AND (d.known_to IS NULL OR d.known_to > known_at)
-                  AND d.policy_labels <@ scopes
-                  AND (source_groups IS NULL OR d.source_group = ANY (source_groups))
-                  AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
-                  AND (created_after IS NULL OR d.source_created_at >= created_after)
-                  AND (created_before IS NULL OR d.source_created_at < created_before)
-                  AND (NOT has_window OR (d.source_created_at IS NOT NULL
-                                          AND (window_from IS NULL OR d.source_created_at >= window_from)
-                                          AND (window_to IS NULL OR d.source_created_at <= window_to)))
-                  AND d.subject_id <> ALL (known_ids)
+                (SELECT w.document_id, w.subject_id, w.search_vector, w.source_group, w.sequence_number
+                FROM dense_walk AS w
+                WHERE any_dense AND w.is_any
                 LIMIT budget)
             ),
             all_pass AS MATERIALIZED (
@@ -898,30 +935,9 @@ BEGIN
                 LIMIT budget)
                 UNION ALL
                 -- the dense way (all_dense): the same first rows in heap order
-                (SELECT d.document_id, d.subject_id, d.search_vector, d.source_group, d.sequence_number
-                FROM dm_private.search_documents AS d
-                WHERE all_pass_needed
-                  AND NOT small_team
-                  AND all_dense
-                  AND dm_private.search_team_order_key(d.team_id) = team
-                  AND (d.team_id = team) IS TRUE
-                  AND (d.search_vector @@ all_q) IS TRUE
-                  AND d.subject_kind = 'evidence'
-                  AND d.is_recallable
-                  AND d.owner_profile_id <> ALL (disabled)
-                  AND (d.valid_from IS NULL OR d.valid_from <= valid_at)
-                  AND (d.valid_to IS NULL OR d.valid_to > valid_at)
-                  AND (d.known_from IS NULL OR d.known_from <= known_at)
-                  AND (d.known_to IS NULL OR d.known_to > known_at)
-                  AND d.policy_labels <@ scopes
-                  AND (source_groups IS NULL OR d.source_group = ANY (source_groups))
-                  AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
-                  AND (created_after IS NULL OR d.source_created_at >= created_after)
-                  AND (created_before IS NULL OR d.source_created_at < created_before)
-                  AND (NOT has_window OR (d.source_created_at IS NOT NULL
-                                          AND (window_from IS NULL OR d.source_created_at >= window_from)
-                                          AND (window_to IS NULL OR d.source_created_at <= window_to)))
-                  AND d.subject_id <> ALL (known_ids)
+                (SELECT w.document_id, w.subject_id, w.search_vector, w.source_group, w.sequence_number
+                FROM dense_walk AS w
+                WHERE all_dense AND w.is_all
                 LIMIT budget)
                 UNION ALL
                 -- any other all_q (or, exclusions): the (team_id, search_vector) index
@@ -1146,7 +1162,7 @@ BEGIN
                   ORDER BY s.score DESC, s.subject_id
                   LIMIT cap) AS r
             ORDER BY r.score DESC, r.subject_id;
-    ELSIF term_count <= 4 AND NOT grouped AND NOT all_pass_needed THEN
+    ELSIF term_count <= 4 AND NOT grouped AND NOT all_pass_needed AND NOT any_dense THEN
         RETURN QUERY
             -- The next statement with the scorer unrolled to 4 query lexemes
             -- (session 9): most bench queries have 2-4. Executor start-up
@@ -1225,7 +1241,7 @@ BEGIN
                   ORDER BY s.score DESC, s.subject_id
                   LIMIT cap) AS r
             ORDER BY r.score DESC, r.subject_id;
-    ELSIF term_count <= 8 AND NOT grouped AND NOT all_pass_needed THEN
+    ELSIF term_count <= 8 AND NOT grouped AND NOT all_pass_needed AND NOT any_dense THEN
         RETURN QUERY
             -- A larger team: the any-term GIN pass alone, without the exchange
             -- context (as the next statement), when the all-terms pass is not
@@ -1321,14 +1337,51 @@ BEGIN
             -- and matched is own_matched). Its own statement (session 8), so
             -- that these calls neither initialise the context's scans, windows
             -- and sorts nor copy every candidate into own_matched's store.
+            -- The dense ways of both passes (search_documents_team_order_idx,
+            -- migration 0053): one walk of the team's eligible documents in
+            -- heap order, keeping those that match a dense pass's query. A CTE
+            -- is read on demand: each pass takes its first `budget` matches in
+            -- that order, the rows a walk of its own would take; when both
+            -- passes are dense the team is walked once, as far as the further
+            -- pass needs, not twice (session 14: the all-terms walk of a
+            -- common-lexeme query read most of a large team again). Never run
+            -- when no pass is dense (its readers' one-time filters are false).
+            WITH dense_walk AS MATERIALIZED (
+                SELECT d.document_id, d.subject_id, d.search_vector, d.source_group, d.sequence_number,
+                       -- each row is tested once against walk_q, and against
+                       -- the other pass's query only when walk_q is not it
+                       any_dense AND (walk_is_scan OR (d.search_vector @@ scan_q) IS TRUE) AS is_any,
+                       all_dense AND (walk_is_all OR (d.search_vector @@ all_q) IS TRUE) AS is_all
+                FROM dm_private.search_documents AS d
+                WHERE dm_private.search_team_order_key(d.team_id) = team
+                  AND (d.team_id = team) IS TRUE
+                  AND (d.search_vector @@ walk_q) IS TRUE
+                  AND d.subject_kind = 'evidence'
+                  AND d.is_recallable
+                  AND d.owner_profile_id <> ALL (disabled)
+                  AND (d.valid_from IS NULL OR d.valid_from <= valid_at)
+                  AND (d.valid_to IS NULL OR d.valid_to > valid_at)
+                  AND (d.known_from IS NULL OR d.known_from <= known_at)
+                  AND (d.known_to IS NULL OR d.known_to > known_at)
+                  AND d.policy_labels <@ scopes
+                  AND (source_groups IS NULL OR d.source_group = ANY (source_groups))
+                  AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
+                  AND (created_after IS NULL OR d.source_created_at >= created_after)
+                  AND (created_before IS NULL OR d.source_created_at < created_before)
+                  AND (NOT has_window OR (d.source_created_at IS NOT NULL
+                                          AND (window_from IS NULL OR d.source_created_at >= window_from)
+                                          AND (window_to IS NULL OR d.source_created_at <= window_to)))
+                  AND d.subject_id <> ALL (known_ids)
+            ),
             -- read once (by own_matched), so not materialised: its rows go
             -- straight into own_matched's store, one tuplestore copy of each
             -- candidate and its tsvector less (session 8)
-            WITH any_pass AS NOT MATERIALIZED (
-                SELECT d.document_id, d.subject_id, d.search_vector, d.source_group, d.sequence_number
+            any_pass AS NOT MATERIALIZED (
+                (SELECT d.document_id, d.subject_id, d.search_vector, d.source_group, d.sequence_number
                 FROM dm_private.search_documents AS d
                 WHERE scan_q IS NOT NULL
                   AND NOT small_team
+                  AND NOT any_dense
                   -- the keys select exactly the team's documents holding one of
                   -- scan_q's lexemes (plus, on a prefix collision, another
                   -- team's, which the team predicate drops): within the team
@@ -1355,7 +1408,13 @@ BEGIN
                                           AND (window_from IS NULL OR d.source_created_at >= window_from)
                                           AND (window_to IS NULL OR d.source_created_at <= window_to)))
                   AND d.subject_id <> ALL (known_ids)
-                LIMIT budget
+                LIMIT budget)
+                UNION ALL
+                -- the dense way: the same first rows in heap order
+                (SELECT w.document_id, w.subject_id, w.search_vector, w.source_group, w.sequence_number
+                FROM dense_walk AS w
+                WHERE any_dense AND w.is_any
+                LIMIT budget)
             ),
             all_pass AS MATERIALIZED (
                 -- the keyed way (all_keys: every lexeme of all_q is required)
@@ -1364,6 +1423,7 @@ BEGIN
                 WHERE all_pass_needed
                   AND NOT small_team
                   AND all_keys IS NOT NULL
+                  AND NOT all_dense
                   AND dm_private.search_team_lexemes(d.team_id, d.search_vector) OPERATOR(pg_catalog.@>) all_keys
                   AND (d.team_id = team) IS TRUE
                   AND (d.search_vector @@ all_q) IS TRUE
@@ -1383,6 +1443,12 @@ BEGIN
                                           AND (window_from IS NULL OR d.source_created_at >= window_from)
                                           AND (window_to IS NULL OR d.source_created_at <= window_to)))
                   AND d.subject_id <> ALL (known_ids)
+                LIMIT budget)
+                UNION ALL
+                -- the dense way (all_dense): the same first rows in heap order
+                (SELECT w.document_id, w.subject_id, w.search_vector, w.source_group, w.sequence_number
+                FROM dense_walk AS w
+                WHERE all_dense AND w.is_all
                 LIMIT budget)
                 UNION ALL
                 -- any other all_q (or, exclusions): the (team_id, search_vector) index
