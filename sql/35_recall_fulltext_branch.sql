@@ -568,36 +568,41 @@ BEGIN
                                 OR (c.match_2 AND c.sequence_2 >= c.sequence_number - context_radius)))
                 ),
                 term_frequencies AS (
-                    -- ts_rank of a one-lexeme query with unit weights is
-                    -- sum(1/i^2, i = 1..tf) / (pi^2/6), so tf is recovered from the
-                    -- remainder of that series (about 1/(tf + 0.5)): one binary search
-                    -- in the tsvector per query lexeme, unrolled (a per-row subquery
-                    -- over the lexemes costs five times as much). OFFSET 0 keeps each
-                    -- tf computed once.
+                    -- ts_rank of each one-lexeme query (r1, r2, ...): one binary search in
+                    -- the tsvector per query lexeme, unrolled (a per-row subquery over
+                    -- the lexemes costs five times as much); the scorer recovers tf
+                    -- from it. OFFSET 0 keeps each computed once.
                     SELECT m.document_id, m.subject_id,
                            k1 * (1.0 - b + b * pg_catalog.length(m.search_vector) / average_length) AS norm,
-                               CASE WHEN term_count >= 1 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq1, 0)), 1e-6) - 0.5) END AS tf1,
-                               CASE WHEN term_count >= 2 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq2, 0)), 1e-6) - 0.5) END AS tf2,
-                               CASE WHEN term_count >= 3 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq3, 0)), 1e-6) - 0.5) END AS tf3,
-                               CASE WHEN term_count >= 4 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq4, 0)), 1e-6) - 0.5) END AS tf4,
-                               CASE WHEN term_count >= 5 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq5, 0)), 1e-6) - 0.5) END AS tf5,
-                               CASE WHEN term_count >= 6 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq6, 0)), 1e-6) - 0.5) END AS tf6,
-                               CASE WHEN term_count >= 7 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq7, 0)), 1e-6) - 0.5) END AS tf7,
-                               CASE WHEN term_count >= 8 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq8, 0)), 1e-6) - 0.5) END AS tf8
+                               CASE WHEN term_count >= 1 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq1, 0) END AS r1,
+                               CASE WHEN term_count >= 2 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq2, 0) END AS r2,
+                               CASE WHEN term_count >= 3 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq3, 0) END AS r3,
+                               CASE WHEN term_count >= 4 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq4, 0) END AS r4,
+                               CASE WHEN term_count >= 5 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq5, 0) END AS r5,
+                               CASE WHEN term_count >= 6 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq6, 0) END AS r6,
+                               CASE WHEN term_count >= 7 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq7, 0) END AS r7,
+                               CASE WHEN term_count >= 8 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq8, 0) END AS r8
                     FROM matched AS m
                     OFFSET 0
                 ),
                 scored AS (
+                    -- ts_rank of a one-lexeme query with unit weights is
+                    -- sum(1/i^2, i = 1..tf) / (pi^2/6), so tf is recovered from the
+                    -- remainder of that series (about 1/(tf + 0.5)). A lexeme the
+                    -- document does not hold (ts_rank 0: tf 0) adds exactly 0.0, and one
+                    -- beyond term_count (NULL) too, so only the held lexemes' tf is
+                    -- recovered and weighed (session 14: a candidate holds one or two of
+                    -- the query's lexemes; the same sums as weighing every lexeme).
                     SELECT t.document_id, t.subject_id,
                            (
-                             CASE WHEN term_count >= 1 THEN COALESCE(tw1 * t.tf1 / (t.tf1 + t.norm), 0.0) ELSE 0.0 END
-                           + CASE WHEN term_count >= 2 THEN COALESCE(tw2 * t.tf2 / (t.tf2 + t.norm), 0.0) ELSE 0.0 END
-                           + CASE WHEN term_count >= 3 THEN COALESCE(tw3 * t.tf3 / (t.tf3 + t.norm), 0.0) ELSE 0.0 END
-                           + CASE WHEN term_count >= 4 THEN COALESCE(tw4 * t.tf4 / (t.tf4 + t.norm), 0.0) ELSE 0.0 END
-                           + CASE WHEN term_count >= 5 THEN COALESCE(tw5 * t.tf5 / (t.tf5 + t.norm), 0.0) ELSE 0.0 END
-                           + CASE WHEN term_count >= 6 THEN COALESCE(tw6 * t.tf6 / (t.tf6 + t.norm), 0.0) ELSE 0.0 END
-                           + CASE WHEN term_count >= 7 THEN COALESCE(tw7 * t.tf7 / (t.tf7 + t.norm), 0.0) ELSE 0.0 END
-                           + CASE WHEN term_count >= 8 THEN COALESCE(tw8 * t.tf8 / (t.tf8 + t.norm), 0.0) ELSE 0.0 END
+                             CASE WHEN t.r1 > 0 THEN tw1 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r1), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r1), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r2 > 0 THEN tw2 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r2), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r2), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r3 > 0 THEN tw3 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r3), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r3), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r4 > 0 THEN tw4 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r4), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r4), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r5 > 0 THEN tw5 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r5), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r5), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r6 > 0 THEN tw6 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r6), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r6), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r7 > 0 THEN tw7 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r7), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r7), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r8 > 0 THEN tw8 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r8), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r8), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
                            )::double precision AS score
                     FROM term_frequencies AS t
                 )
@@ -720,68 +725,73 @@ BEGIN
                                 OR (c.match_2 AND c.sequence_2 >= c.sequence_number - context_radius)))
                 ),
                 term_frequencies AS (
-                    -- ts_rank of a one-lexeme query with unit weights is
-                    -- sum(1/i^2, i = 1..tf) / (pi^2/6), so tf is recovered from the
-                    -- remainder of that series (about 1/(tf + 0.5)): one binary search
-                    -- in the tsvector per query lexeme, unrolled (a per-row subquery
-                    -- over the lexemes costs five times as much). OFFSET 0 keeps each
-                    -- tf computed once.
+                    -- ts_rank of each one-lexeme query (r1, r2, ...): one binary search in
+                    -- the tsvector per query lexeme, unrolled (a per-row subquery over
+                    -- the lexemes costs five times as much); the scorer recovers tf
+                    -- from it. OFFSET 0 keeps each computed once.
                     SELECT m.document_id, m.subject_id,
                            k1 * (1.0 - b + b * pg_catalog.length(m.search_vector) / average_length) AS norm,
-                               CASE WHEN term_count >= 1 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[1], 0)), 1e-6) - 0.5) END AS tf1,
-                               CASE WHEN term_count >= 2 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[2], 0)), 1e-6) - 0.5) END AS tf2,
-                               CASE WHEN term_count >= 3 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[3], 0)), 1e-6) - 0.5) END AS tf3,
-                               CASE WHEN term_count >= 4 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[4], 0)), 1e-6) - 0.5) END AS tf4,
-                               CASE WHEN term_count >= 5 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[5], 0)), 1e-6) - 0.5) END AS tf5,
-                               CASE WHEN term_count >= 6 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[6], 0)), 1e-6) - 0.5) END AS tf6,
-                               CASE WHEN term_count >= 7 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[7], 0)), 1e-6) - 0.5) END AS tf7,
-                               CASE WHEN term_count >= 8 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[8], 0)), 1e-6) - 0.5) END AS tf8,
-                               CASE WHEN term_count >= 9 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[9], 0)), 1e-6) - 0.5) END AS tf9,
-                               CASE WHEN term_count >= 10 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[10], 0)), 1e-6) - 0.5) END AS tf10,
-                               CASE WHEN term_count >= 11 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[11], 0)), 1e-6) - 0.5) END AS tf11,
-                               CASE WHEN term_count >= 12 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[12], 0)), 1e-6) - 0.5) END AS tf12,
-                               CASE WHEN term_count >= 13 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[13], 0)), 1e-6) - 0.5) END AS tf13,
-                               CASE WHEN term_count >= 14 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[14], 0)), 1e-6) - 0.5) END AS tf14,
-                               CASE WHEN term_count >= 15 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[15], 0)), 1e-6) - 0.5) END AS tf15,
-                               CASE WHEN term_count >= 16 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[16], 0)), 1e-6) - 0.5) END AS tf16,
-                               CASE WHEN term_count >= 17 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[17], 0)), 1e-6) - 0.5) END AS tf17,
-                               CASE WHEN term_count >= 18 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[18], 0)), 1e-6) - 0.5) END AS tf18,
-                               CASE WHEN term_count >= 19 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[19], 0)), 1e-6) - 0.5) END AS tf19,
-                               CASE WHEN term_count >= 20 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[20], 0)), 1e-6) - 0.5) END AS tf20,
-                               CASE WHEN term_count >= 21 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[21], 0)), 1e-6) - 0.5) END AS tf21,
-                               CASE WHEN term_count >= 22 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[22], 0)), 1e-6) - 0.5) END AS tf22,
-                               CASE WHEN term_count >= 23 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[23], 0)), 1e-6) - 0.5) END AS tf23,
-                               CASE WHEN term_count >= 24 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[24], 0)), 1e-6) - 0.5) END AS tf24
+                               CASE WHEN term_count >= 1 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[1], 0) END AS r1,
+                               CASE WHEN term_count >= 2 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[2], 0) END AS r2,
+                               CASE WHEN term_count >= 3 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[3], 0) END AS r3,
+                               CASE WHEN term_count >= 4 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[4], 0) END AS r4,
+                               CASE WHEN term_count >= 5 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[5], 0) END AS r5,
+                               CASE WHEN term_count >= 6 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[6], 0) END AS r6,
+                               CASE WHEN term_count >= 7 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[7], 0) END AS r7,
+                               CASE WHEN term_count >= 8 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[8], 0) END AS r8,
+                               CASE WHEN term_count >= 9 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[9], 0) END AS r9,
+                               CASE WHEN term_count >= 10 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[10], 0) END AS r10,
+                               CASE WHEN term_count >= 11 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[11], 0) END AS r11,
+                               CASE WHEN term_count >= 12 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[12], 0) END AS r12,
+                               CASE WHEN term_count >= 13 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[13], 0) END AS r13,
+                               CASE WHEN term_count >= 14 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[14], 0) END AS r14,
+                               CASE WHEN term_count >= 15 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[15], 0) END AS r15,
+                               CASE WHEN term_count >= 16 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[16], 0) END AS r16,
+                               CASE WHEN term_count >= 17 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[17], 0) END AS r17,
+                               CASE WHEN term_count >= 18 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[18], 0) END AS r18,
+                               CASE WHEN term_count >= 19 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[19], 0) END AS r19,
+                               CASE WHEN term_count >= 20 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[20], 0) END AS r20,
+                               CASE WHEN term_count >= 21 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[21], 0) END AS r21,
+                               CASE WHEN term_count >= 22 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[22], 0) END AS r22,
+                               CASE WHEN term_count >= 23 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[23], 0) END AS r23,
+                               CASE WHEN term_count >= 24 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[24], 0) END AS r24
                     FROM matched AS m
                     OFFSET 0
                 ),
                 scored AS (
+                    -- ts_rank of a one-lexeme query with unit weights is
+                    -- sum(1/i^2, i = 1..tf) / (pi^2/6), so tf is recovered from the
+                    -- remainder of that series (about 1/(tf + 0.5)). A lexeme the
+                    -- document does not hold (ts_rank 0: tf 0) adds exactly 0.0, and one
+                    -- beyond term_count (NULL) too, so only the held lexemes' tf is
+                    -- recovered and weighed (session 14: a candidate holds one or two of
+                    -- the query's lexemes; the same sums as weighing every lexeme).
                     SELECT t.document_id, t.subject_id,
                            (
-                             CASE WHEN term_count >= 1 THEN COALESCE(idfs[1] * t.tf1 / (t.tf1 + t.norm), 0.0) ELSE 0.0 END
-                           + CASE WHEN term_count >= 2 THEN COALESCE(idfs[2] * t.tf2 / (t.tf2 + t.norm), 0.0) ELSE 0.0 END
-                           + CASE WHEN term_count >= 3 THEN COALESCE(idfs[3] * t.tf3 / (t.tf3 + t.norm), 0.0) ELSE 0.0 END
-                           + CASE WHEN term_count >= 4 THEN COALESCE(idfs[4] * t.tf4 / (t.tf4 + t.norm), 0.0) ELSE 0.0 END
-                           + CASE WHEN term_count >= 5 THEN COALESCE(idfs[5] * t.tf5 / (t.tf5 + t.norm), 0.0) ELSE 0.0 END
-                           + CASE WHEN term_count >= 6 THEN COALESCE(idfs[6] * t.tf6 / (t.tf6 + t.norm), 0.0) ELSE 0.0 END
-                           + CASE WHEN term_count >= 7 THEN COALESCE(idfs[7] * t.tf7 / (t.tf7 + t.norm), 0.0) ELSE 0.0 END
-                           + CASE WHEN term_count >= 8 THEN COALESCE(idfs[8] * t.tf8 / (t.tf8 + t.norm), 0.0) ELSE 0.0 END
-                           + CASE WHEN term_count >= 9 THEN COALESCE(idfs[9] * t.tf9 / (t.tf9 + t.norm), 0.0) ELSE 0.0 END
-                           + CASE WHEN term_count >= 10 THEN COALESCE(idfs[10] * t.tf10 / (t.tf10 + t.norm), 0.0) ELSE 0.0 END
-                           + CASE WHEN term_count >= 11 THEN COALESCE(idfs[11] * t.tf11 / (t.tf11 + t.norm), 0.0) ELSE 0.0 END
-                           + CASE WHEN term_count >= 12 THEN COALESCE(idfs[12] * t.tf12 / (t.tf12 + t.norm), 0.0) ELSE 0.0 END
-                           + CASE WHEN term_count >= 13 THEN COALESCE(idfs[13] * t.tf13 / (t.tf13 + t.norm), 0.0) ELSE 0.0 END
-                           + CASE WHEN term_count >= 14 THEN COALESCE(idfs[14] * t.tf14 / (t.tf14 + t.norm), 0.0) ELSE 0.0 END
-                           + CASE WHEN term_count >= 15 THEN COALESCE(idfs[15] * t.tf15 / (t.tf15 + t.norm), 0.0) ELSE 0.0 END
-                           + CASE WHEN term_count >= 16 THEN COALESCE(idfs[16] * t.tf16 / (t.tf16 + t.norm), 0.0) ELSE 0.0 END
-                           + CASE WHEN term_count >= 17 THEN COALESCE(idfs[17] * t.tf17 / (t.tf17 + t.norm), 0.0) ELSE 0.0 END
-                           + CASE WHEN term_count >= 18 THEN COALESCE(idfs[18] * t.tf18 / (t.tf18 + t.norm), 0.0) ELSE 0.0 END
-                           + CASE WHEN term_count >= 19 THEN COALESCE(idfs[19] * t.tf19 / (t.tf19 + t.norm), 0.0) ELSE 0.0 END
-                           + CASE WHEN term_count >= 20 THEN COALESCE(idfs[20] * t.tf20 / (t.tf20 + t.norm), 0.0) ELSE 0.0 END
-                           + CASE WHEN term_count >= 21 THEN COALESCE(idfs[21] * t.tf21 / (t.tf21 + t.norm), 0.0) ELSE 0.0 END
-                           + CASE WHEN term_count >= 22 THEN COALESCE(idfs[22] * t.tf22 / (t.tf22 + t.norm), 0.0) ELSE 0.0 END
-                           + CASE WHEN term_count >= 23 THEN COALESCE(idfs[23] * t.tf23 / (t.tf23 + t.norm), 0.0) ELSE 0.0 END
-                           + CASE WHEN term_count >= 24 THEN COALESCE(idfs[24] * t.tf24 / (t.tf24 + t.norm), 0.0) ELSE 0.0 END
+                             CASE WHEN t.r1 > 0 THEN idfs[1] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r1), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r1), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r2 > 0 THEN idfs[2] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r2), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r2), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r3 > 0 THEN idfs[3] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r3), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r3), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r4 > 0 THEN idfs[4] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r4), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r4), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r5 > 0 THEN idfs[5] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r5), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r5), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r6 > 0 THEN idfs[6] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r6), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r6), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r7 > 0 THEN idfs[7] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r7), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r7), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r8 > 0 THEN idfs[8] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r8), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r8), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r9 > 0 THEN idfs[9] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r9), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r9), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r10 > 0 THEN idfs[10] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r10), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r10), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r11 > 0 THEN idfs[11] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r11), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r11), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r12 > 0 THEN idfs[12] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r12), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r12), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r13 > 0 THEN idfs[13] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r13), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r13), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r14 > 0 THEN idfs[14] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r14), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r14), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r15 > 0 THEN idfs[15] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r15), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r15), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r16 > 0 THEN idfs[16] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r16), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r16), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r17 > 0 THEN idfs[17] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r17), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r17), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r18 > 0 THEN idfs[18] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r18), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r18), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r19 > 0 THEN idfs[19] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r19), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r19), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r20 > 0 THEN idfs[20] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r20), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r20), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r21 > 0 THEN idfs[21] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r21), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r21), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r22 > 0 THEN idfs[22] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r22), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r22), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r23 > 0 THEN idfs[23] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r23), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r23), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r24 > 0 THEN idfs[24] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r24), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r24), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
                            )::double precision AS score
                     FROM term_frequencies AS t
                 )
@@ -1084,68 +1094,73 @@ BEGIN
                             OR (c.match_2 AND c.sequence_2 >= c.sequence_number - context_radius)))
             ),
             term_frequencies AS (
-                -- ts_rank of a one-lexeme query with unit weights is
-                -- sum(1/i^2, i = 1..tf) / (pi^2/6), so tf is recovered from the
-                -- remainder of that series (about 1/(tf + 0.5)): one binary search
-                -- in the tsvector per query lexeme, unrolled (a per-row subquery
-                -- over the lexemes costs five times as much). OFFSET 0 keeps each
-                -- tf computed once.
+                -- ts_rank of each one-lexeme query (r1, r2, ...): one binary search in
+                -- the tsvector per query lexeme, unrolled (a per-row subquery over
+                -- the lexemes costs five times as much); the scorer recovers tf
+                -- from it. OFFSET 0 keeps each computed once.
                 SELECT m.document_id, m.subject_id,
                        k1 * (1.0 - b + b * pg_catalog.length(m.search_vector) / average_length) AS norm,
-                           CASE WHEN term_count >= 1 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[1], 0)), 1e-6) - 0.5) END AS tf1,
-                           CASE WHEN term_count >= 2 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[2], 0)), 1e-6) - 0.5) END AS tf2,
-                           CASE WHEN term_count >= 3 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[3], 0)), 1e-6) - 0.5) END AS tf3,
-                           CASE WHEN term_count >= 4 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[4], 0)), 1e-6) - 0.5) END AS tf4,
-                           CASE WHEN term_count >= 5 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[5], 0)), 1e-6) - 0.5) END AS tf5,
-                           CASE WHEN term_count >= 6 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[6], 0)), 1e-6) - 0.5) END AS tf6,
-                           CASE WHEN term_count >= 7 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[7], 0)), 1e-6) - 0.5) END AS tf7,
-                           CASE WHEN term_count >= 8 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[8], 0)), 1e-6) - 0.5) END AS tf8,
-                           CASE WHEN term_count >= 9 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[9], 0)), 1e-6) - 0.5) END AS tf9,
-                           CASE WHEN term_count >= 10 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[10], 0)), 1e-6) - 0.5) END AS tf10,
-                           CASE WHEN term_count >= 11 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[11], 0)), 1e-6) - 0.5) END AS tf11,
-                           CASE WHEN term_count >= 12 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[12], 0)), 1e-6) - 0.5) END AS tf12,
-                           CASE WHEN term_count >= 13 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[13], 0)), 1e-6) - 0.5) END AS tf13,
-                           CASE WHEN term_count >= 14 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[14], 0)), 1e-6) - 0.5) END AS tf14,
-                           CASE WHEN term_count >= 15 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[15], 0)), 1e-6) - 0.5) END AS tf15,
-                           CASE WHEN term_count >= 16 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[16], 0)), 1e-6) - 0.5) END AS tf16,
-                           CASE WHEN term_count >= 17 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[17], 0)), 1e-6) - 0.5) END AS tf17,
-                           CASE WHEN term_count >= 18 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[18], 0)), 1e-6) - 0.5) END AS tf18,
-                           CASE WHEN term_count >= 19 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[19], 0)), 1e-6) - 0.5) END AS tf19,
-                           CASE WHEN term_count >= 20 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[20], 0)), 1e-6) - 0.5) END AS tf20,
-                           CASE WHEN term_count >= 21 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[21], 0)), 1e-6) - 0.5) END AS tf21,
-                           CASE WHEN term_count >= 22 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[22], 0)), 1e-6) - 0.5) END AS tf22,
-                           CASE WHEN term_count >= 23 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[23], 0)), 1e-6) - 0.5) END AS tf23,
-                           CASE WHEN term_count >= 24 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[24], 0)), 1e-6) - 0.5) END AS tf24
+                           CASE WHEN term_count >= 1 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[1], 0) END AS r1,
+                           CASE WHEN term_count >= 2 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[2], 0) END AS r2,
+                           CASE WHEN term_count >= 3 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[3], 0) END AS r3,
+                           CASE WHEN term_count >= 4 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[4], 0) END AS r4,
+                           CASE WHEN term_count >= 5 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[5], 0) END AS r5,
+                           CASE WHEN term_count >= 6 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[6], 0) END AS r6,
+                           CASE WHEN term_count >= 7 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[7], 0) END AS r7,
+                           CASE WHEN term_count >= 8 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[8], 0) END AS r8,
+                           CASE WHEN term_count >= 9 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[9], 0) END AS r9,
+                           CASE WHEN term_count >= 10 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[10], 0) END AS r10,
+                           CASE WHEN term_count >= 11 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[11], 0) END AS r11,
+                           CASE WHEN term_count >= 12 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[12], 0) END AS r12,
+                           CASE WHEN term_count >= 13 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[13], 0) END AS r13,
+                           CASE WHEN term_count >= 14 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[14], 0) END AS r14,
+                           CASE WHEN term_count >= 15 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[15], 0) END AS r15,
+                           CASE WHEN term_count >= 16 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[16], 0) END AS r16,
+                           CASE WHEN term_count >= 17 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[17], 0) END AS r17,
+                           CASE WHEN term_count >= 18 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[18], 0) END AS r18,
+                           CASE WHEN term_count >= 19 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[19], 0) END AS r19,
+                           CASE WHEN term_count >= 20 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[20], 0) END AS r20,
+                           CASE WHEN term_count >= 21 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[21], 0) END AS r21,
+                           CASE WHEN term_count >= 22 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[22], 0) END AS r22,
+                           CASE WHEN term_count >= 23 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[23], 0) END AS r23,
+                           CASE WHEN term_count >= 24 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[24], 0) END AS r24
                 FROM matched AS m
                 OFFSET 0
             ),
             scored AS (
+                -- ts_rank of a one-lexeme query with unit weights is
+                -- sum(1/i^2, i = 1..tf) / (pi^2/6), so tf is recovered from the
+                -- remainder of that series (about 1/(tf + 0.5)). A lexeme the
+                -- document does not hold (ts_rank 0: tf 0) adds exactly 0.0, and one
+                -- beyond term_count (NULL) too, so only the held lexemes' tf is
+                -- recovered and weighed (session 14: a candidate holds one or two of
+                -- the query's lexemes; the same sums as weighing every lexeme).
                 SELECT t.document_id, t.subject_id,
                        (
-                         CASE WHEN term_count >= 1 THEN COALESCE(idfs[1] * t.tf1 / (t.tf1 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 2 THEN COALESCE(idfs[2] * t.tf2 / (t.tf2 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 3 THEN COALESCE(idfs[3] * t.tf3 / (t.tf3 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 4 THEN COALESCE(idfs[4] * t.tf4 / (t.tf4 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 5 THEN COALESCE(idfs[5] * t.tf5 / (t.tf5 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 6 THEN COALESCE(idfs[6] * t.tf6 / (t.tf6 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 7 THEN COALESCE(idfs[7] * t.tf7 / (t.tf7 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 8 THEN COALESCE(idfs[8] * t.tf8 / (t.tf8 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 9 THEN COALESCE(idfs[9] * t.tf9 / (t.tf9 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 10 THEN COALESCE(idfs[10] * t.tf10 / (t.tf10 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 11 THEN COALESCE(idfs[11] * t.tf11 / (t.tf11 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 12 THEN COALESCE(idfs[12] * t.tf12 / (t.tf12 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 13 THEN COALESCE(idfs[13] * t.tf13 / (t.tf13 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 14 THEN COALESCE(idfs[14] * t.tf14 / (t.tf14 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 15 THEN COALESCE(idfs[15] * t.tf15 / (t.tf15 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 16 THEN COALESCE(idfs[16] * t.tf16 / (t.tf16 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 17 THEN COALESCE(idfs[17] * t.tf17 / (t.tf17 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 18 THEN COALESCE(idfs[18] * t.tf18 / (t.tf18 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 19 THEN COALESCE(idfs[19] * t.tf19 / (t.tf19 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 20 THEN COALESCE(idfs[20] * t.tf20 / (t.tf20 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 21 THEN COALESCE(idfs[21] * t.tf21 / (t.tf21 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 22 THEN COALESCE(idfs[22] * t.tf22 / (t.tf22 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 23 THEN COALESCE(idfs[23] * t.tf23 / (t.tf23 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 24 THEN COALESCE(idfs[24] * t.tf24 / (t.tf24 + t.norm), 0.0) ELSE 0.0 END
+                         CASE WHEN t.r1 > 0 THEN idfs[1] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r1), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r1), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r2 > 0 THEN idfs[2] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r2), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r2), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r3 > 0 THEN idfs[3] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r3), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r3), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r4 > 0 THEN idfs[4] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r4), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r4), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r5 > 0 THEN idfs[5] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r5), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r5), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r6 > 0 THEN idfs[6] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r6), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r6), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r7 > 0 THEN idfs[7] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r7), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r7), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r8 > 0 THEN idfs[8] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r8), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r8), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r9 > 0 THEN idfs[9] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r9), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r9), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r10 > 0 THEN idfs[10] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r10), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r10), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r11 > 0 THEN idfs[11] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r11), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r11), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r12 > 0 THEN idfs[12] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r12), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r12), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r13 > 0 THEN idfs[13] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r13), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r13), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r14 > 0 THEN idfs[14] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r14), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r14), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r15 > 0 THEN idfs[15] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r15), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r15), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r16 > 0 THEN idfs[16] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r16), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r16), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r17 > 0 THEN idfs[17] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r17), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r17), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r18 > 0 THEN idfs[18] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r18), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r18), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r19 > 0 THEN idfs[19] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r19), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r19), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r20 > 0 THEN idfs[20] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r20), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r20), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r21 > 0 THEN idfs[21] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r21), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r21), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r22 > 0 THEN idfs[22] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r22), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r22), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r23 > 0 THEN idfs[23] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r23), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r23), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r24 > 0 THEN idfs[24] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r24), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r24), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
                        )::double precision AS score
                 FROM term_frequencies AS t
             )
@@ -1169,7 +1184,7 @@ BEGIN
             -- compiles every unrolled term whether it is used or not; the
             -- left-out terms 5-8 would add +0.0 (scores are never -0.0), so
             -- the sums are the same bits.
-            -- The any-term pass computes each candidate's term frequencies
+            -- The any-term pass computes each candidate's ts_rank per lexeme
             -- and length norm as it reads the row (session 9): the scan node
             -- projects them, so no subquery layer between the pass's LIMIT
             -- and the scorer copies every candidate and its tsvector again
@@ -1177,18 +1192,16 @@ BEGIN
             -- scored). The pass's one-time filter (scan_q present, not a
             -- small team) is what this branch of the IF already holds, so
             -- the statement does not test it: no Result node per row.
-            -- ts_rank of a one-lexeme query with unit weights is
-            -- sum(1/i^2, i = 1..tf) / (pi^2/6), so tf is recovered from the
-            -- remainder of that series (about 1/(tf + 0.5)): one binary search
-            -- in the tsvector per query lexeme, unrolled (a per-row subquery
-            -- over the lexemes costs five times as much).
+            -- The scan projects each query lexeme's ts_rank (one binary search in
+            -- the tsvector per query lexeme, unrolled: a per-row subquery over
+            -- the lexemes costs five times as much); the scorer recovers tf from it.
             WITH any_pass AS NOT MATERIALIZED (
                 SELECT d.document_id, d.subject_id,
                        k1 * (1.0 - b + b * pg_catalog.length(d.search_vector) / average_length) AS norm,
-                       CASE WHEN term_count >= 1 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq1, 0)), 1e-6) - 0.5) END AS tf1,
-                       CASE WHEN term_count >= 2 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq2, 0)), 1e-6) - 0.5) END AS tf2,
-                       CASE WHEN term_count >= 3 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq3, 0)), 1e-6) - 0.5) END AS tf3,
-                       CASE WHEN term_count >= 4 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq4, 0)), 1e-6) - 0.5) END AS tf4
+                       CASE WHEN term_count >= 1 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq1, 0) END AS r1,
+                       CASE WHEN term_count >= 2 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq2, 0) END AS r2,
+                       CASE WHEN term_count >= 3 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq3, 0) END AS r3,
+                       CASE WHEN term_count >= 4 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq4, 0) END AS r4
                 FROM dm_private.search_documents AS d
                 -- the keys select exactly the team's documents holding one of
                 -- scan_q's lexemes (plus, on a prefix collision, another
@@ -1219,12 +1232,19 @@ BEGIN
                 LIMIT budget
             ),
             scored AS (
+                -- ts_rank of a one-lexeme query with unit weights is
+                -- sum(1/i^2, i = 1..tf) / (pi^2/6), so tf is recovered from the
+                -- remainder of that series (about 1/(tf + 0.5)). A lexeme the
+                -- document does not hold (ts_rank 0: tf 0) adds exactly 0.0, and one
+                -- beyond term_count (NULL) too, so only the held lexemes' tf is
+                -- recovered and weighed (session 14: a candidate holds one or two of
+                -- the query's lexemes; the same sums as weighing every lexeme).
                 SELECT t.document_id, t.subject_id,
                        (
-                         CASE WHEN term_count >= 1 THEN COALESCE(tw1 * t.tf1 / (t.tf1 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 2 THEN COALESCE(tw2 * t.tf2 / (t.tf2 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 3 THEN COALESCE(tw3 * t.tf3 / (t.tf3 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 4 THEN COALESCE(tw4 * t.tf4 / (t.tf4 + t.norm), 0.0) ELSE 0.0 END
+                         CASE WHEN t.r1 > 0 THEN tw1 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r1), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r1), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r2 > 0 THEN tw2 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r2), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r2), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r3 > 0 THEN tw3 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r3), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r3), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r4 > 0 THEN tw4 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r4), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r4), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
                        )::double precision AS score
                 FROM any_pass AS t
             )
@@ -1249,7 +1269,7 @@ BEGIN
             -- next statement's all_pass is empty and own_matched is any_pass.
             -- Its own statement (session 8), so that these calls (most) do not
             -- initialise the all-terms scans and the anti-join.
-            -- The any-term pass computes each candidate's term frequencies
+            -- The any-term pass computes each candidate's ts_rank per lexeme
             -- and length norm as it reads the row (session 9): the scan node
             -- projects them, so no subquery layer between the pass's LIMIT
             -- and the scorer copies every candidate and its tsvector again
@@ -1257,22 +1277,20 @@ BEGIN
             -- scored). The pass's one-time filter (scan_q present, not a
             -- small team) is what this branch of the IF already holds, so
             -- the statement does not test it: no Result node per row.
-            -- ts_rank of a one-lexeme query with unit weights is
-            -- sum(1/i^2, i = 1..tf) / (pi^2/6), so tf is recovered from the
-            -- remainder of that series (about 1/(tf + 0.5)): one binary search
-            -- in the tsvector per query lexeme, unrolled (a per-row subquery
-            -- over the lexemes costs five times as much).
+            -- The scan projects each query lexeme's ts_rank (one binary search in
+            -- the tsvector per query lexeme, unrolled: a per-row subquery over
+            -- the lexemes costs five times as much); the scorer recovers tf from it.
             WITH any_pass AS NOT MATERIALIZED (
                 SELECT d.document_id, d.subject_id,
                        k1 * (1.0 - b + b * pg_catalog.length(d.search_vector) / average_length) AS norm,
-                       CASE WHEN term_count >= 1 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq1, 0)), 1e-6) - 0.5) END AS tf1,
-                       CASE WHEN term_count >= 2 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq2, 0)), 1e-6) - 0.5) END AS tf2,
-                       CASE WHEN term_count >= 3 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq3, 0)), 1e-6) - 0.5) END AS tf3,
-                       CASE WHEN term_count >= 4 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq4, 0)), 1e-6) - 0.5) END AS tf4,
-                       CASE WHEN term_count >= 5 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq5, 0)), 1e-6) - 0.5) END AS tf5,
-                       CASE WHEN term_count >= 6 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq6, 0)), 1e-6) - 0.5) END AS tf6,
-                       CASE WHEN term_count >= 7 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq7, 0)), 1e-6) - 0.5) END AS tf7,
-                       CASE WHEN term_count >= 8 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq8, 0)), 1e-6) - 0.5) END AS tf8
+                       CASE WHEN term_count >= 1 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq1, 0) END AS r1,
+                       CASE WHEN term_count >= 2 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq2, 0) END AS r2,
+                       CASE WHEN term_count >= 3 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq3, 0) END AS r3,
+                       CASE WHEN term_count >= 4 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq4, 0) END AS r4,
+                       CASE WHEN term_count >= 5 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq5, 0) END AS r5,
+                       CASE WHEN term_count >= 6 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq6, 0) END AS r6,
+                       CASE WHEN term_count >= 7 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq7, 0) END AS r7,
+                       CASE WHEN term_count >= 8 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq8, 0) END AS r8
                 FROM dm_private.search_documents AS d
                 -- the keys select exactly the team's documents holding one of
                 -- scan_q's lexemes (plus, on a prefix collision, another
@@ -1303,16 +1321,23 @@ BEGIN
                 LIMIT budget
             ),
             scored AS (
+                -- ts_rank of a one-lexeme query with unit weights is
+                -- sum(1/i^2, i = 1..tf) / (pi^2/6), so tf is recovered from the
+                -- remainder of that series (about 1/(tf + 0.5)). A lexeme the
+                -- document does not hold (ts_rank 0: tf 0) adds exactly 0.0, and one
+                -- beyond term_count (NULL) too, so only the held lexemes' tf is
+                -- recovered and weighed (session 14: a candidate holds one or two of
+                -- the query's lexemes; the same sums as weighing every lexeme).
                 SELECT t.document_id, t.subject_id,
                        (
-                         CASE WHEN term_count >= 1 THEN COALESCE(tw1 * t.tf1 / (t.tf1 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 2 THEN COALESCE(tw2 * t.tf2 / (t.tf2 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 3 THEN COALESCE(tw3 * t.tf3 / (t.tf3 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 4 THEN COALESCE(tw4 * t.tf4 / (t.tf4 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 5 THEN COALESCE(tw5 * t.tf5 / (t.tf5 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 6 THEN COALESCE(tw6 * t.tf6 / (t.tf6 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 7 THEN COALESCE(tw7 * t.tf7 / (t.tf7 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 8 THEN COALESCE(tw8 * t.tf8 / (t.tf8 + t.norm), 0.0) ELSE 0.0 END
+                         CASE WHEN t.r1 > 0 THEN tw1 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r1), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r1), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r2 > 0 THEN tw2 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r2), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r2), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r3 > 0 THEN tw3 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r3), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r3), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r4 > 0 THEN tw4 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r4), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r4), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r5 > 0 THEN tw5 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r5), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r5), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r6 > 0 THEN tw6 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r6), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r6), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r7 > 0 THEN tw7 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r7), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r7), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r8 > 0 THEN tw8 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r8), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r8), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
                        )::double precision AS score
                 FROM any_pass AS t
             )
@@ -1489,36 +1514,41 @@ BEGIN
                 WHERE a.document_id NOT IN (SELECT b.document_id FROM all_pass AS b)
             ),
             term_frequencies AS (
-                -- ts_rank of a one-lexeme query with unit weights is
-                -- sum(1/i^2, i = 1..tf) / (pi^2/6), so tf is recovered from the
-                -- remainder of that series (about 1/(tf + 0.5)): one binary search
-                -- in the tsvector per query lexeme, unrolled (a per-row subquery
-                -- over the lexemes costs five times as much). OFFSET 0 keeps each
-                -- tf computed once.
+                -- ts_rank of each one-lexeme query (r1, r2, ...): one binary search in
+                -- the tsvector per query lexeme, unrolled (a per-row subquery over
+                -- the lexemes costs five times as much); the scorer recovers tf
+                -- from it. OFFSET 0 keeps each computed once.
                 SELECT m.document_id, m.subject_id,
                        k1 * (1.0 - b + b * pg_catalog.length(m.search_vector) / average_length) AS norm,
-                           CASE WHEN term_count >= 1 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq1, 0)), 1e-6) - 0.5) END AS tf1,
-                           CASE WHEN term_count >= 2 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq2, 0)), 1e-6) - 0.5) END AS tf2,
-                           CASE WHEN term_count >= 3 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq3, 0)), 1e-6) - 0.5) END AS tf3,
-                           CASE WHEN term_count >= 4 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq4, 0)), 1e-6) - 0.5) END AS tf4,
-                           CASE WHEN term_count >= 5 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq5, 0)), 1e-6) - 0.5) END AS tf5,
-                           CASE WHEN term_count >= 6 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq6, 0)), 1e-6) - 0.5) END AS tf6,
-                           CASE WHEN term_count >= 7 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq7, 0)), 1e-6) - 0.5) END AS tf7,
-                           CASE WHEN term_count >= 8 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq8, 0)), 1e-6) - 0.5) END AS tf8
+                           CASE WHEN term_count >= 1 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq1, 0) END AS r1,
+                           CASE WHEN term_count >= 2 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq2, 0) END AS r2,
+                           CASE WHEN term_count >= 3 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq3, 0) END AS r3,
+                           CASE WHEN term_count >= 4 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq4, 0) END AS r4,
+                           CASE WHEN term_count >= 5 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq5, 0) END AS r5,
+                           CASE WHEN term_count >= 6 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq6, 0) END AS r6,
+                           CASE WHEN term_count >= 7 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq7, 0) END AS r7,
+                           CASE WHEN term_count >= 8 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq8, 0) END AS r8
                 FROM own_matched AS m
                 OFFSET 0
             ),
             scored AS (
+                -- ts_rank of a one-lexeme query with unit weights is
+                -- sum(1/i^2, i = 1..tf) / (pi^2/6), so tf is recovered from the
+                -- remainder of that series (about 1/(tf + 0.5)). A lexeme the
+                -- document does not hold (ts_rank 0: tf 0) adds exactly 0.0, and one
+                -- beyond term_count (NULL) too, so only the held lexemes' tf is
+                -- recovered and weighed (session 14: a candidate holds one or two of
+                -- the query's lexemes; the same sums as weighing every lexeme).
                 SELECT t.document_id, t.subject_id,
                        (
-                         CASE WHEN term_count >= 1 THEN COALESCE(tw1 * t.tf1 / (t.tf1 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 2 THEN COALESCE(tw2 * t.tf2 / (t.tf2 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 3 THEN COALESCE(tw3 * t.tf3 / (t.tf3 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 4 THEN COALESCE(tw4 * t.tf4 / (t.tf4 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 5 THEN COALESCE(tw5 * t.tf5 / (t.tf5 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 6 THEN COALESCE(tw6 * t.tf6 / (t.tf6 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 7 THEN COALESCE(tw7 * t.tf7 / (t.tf7 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 8 THEN COALESCE(tw8 * t.tf8 / (t.tf8 + t.norm), 0.0) ELSE 0.0 END
+                         CASE WHEN t.r1 > 0 THEN tw1 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r1), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r1), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r2 > 0 THEN tw2 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r2), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r2), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r3 > 0 THEN tw3 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r3), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r3), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r4 > 0 THEN tw4 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r4), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r4), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r5 > 0 THEN tw5 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r5), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r5), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r6 > 0 THEN tw6 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r6), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r6), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r7 > 0 THEN tw7 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r7), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r7), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r8 > 0 THEN tw8 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r8), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r8), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
                        )::double precision AS score
                 FROM term_frequencies AS t
             )
@@ -1746,36 +1776,41 @@ BEGIN
                             OR (c.match_2 AND c.sequence_2 >= c.sequence_number - context_radius)))
             ),
             term_frequencies AS (
-                -- ts_rank of a one-lexeme query with unit weights is
-                -- sum(1/i^2, i = 1..tf) / (pi^2/6), so tf is recovered from the
-                -- remainder of that series (about 1/(tf + 0.5)): one binary search
-                -- in the tsvector per query lexeme, unrolled (a per-row subquery
-                -- over the lexemes costs five times as much). OFFSET 0 keeps each
-                -- tf computed once.
+                -- ts_rank of each one-lexeme query (r1, r2, ...): one binary search in
+                -- the tsvector per query lexeme, unrolled (a per-row subquery over
+                -- the lexemes costs five times as much); the scorer recovers tf
+                -- from it. OFFSET 0 keeps each computed once.
                 SELECT m.document_id, m.subject_id,
                        k1 * (1.0 - b + b * pg_catalog.length(m.search_vector) / average_length) AS norm,
-                           CASE WHEN term_count >= 1 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq1, 0)), 1e-6) - 0.5) END AS tf1,
-                           CASE WHEN term_count >= 2 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq2, 0)), 1e-6) - 0.5) END AS tf2,
-                           CASE WHEN term_count >= 3 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq3, 0)), 1e-6) - 0.5) END AS tf3,
-                           CASE WHEN term_count >= 4 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq4, 0)), 1e-6) - 0.5) END AS tf4,
-                           CASE WHEN term_count >= 5 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq5, 0)), 1e-6) - 0.5) END AS tf5,
-                           CASE WHEN term_count >= 6 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq6, 0)), 1e-6) - 0.5) END AS tf6,
-                           CASE WHEN term_count >= 7 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq7, 0)), 1e-6) - 0.5) END AS tf7,
-                           CASE WHEN term_count >= 8 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq8, 0)), 1e-6) - 0.5) END AS tf8
+                           CASE WHEN term_count >= 1 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq1, 0) END AS r1,
+                           CASE WHEN term_count >= 2 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq2, 0) END AS r2,
+                           CASE WHEN term_count >= 3 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq3, 0) END AS r3,
+                           CASE WHEN term_count >= 4 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq4, 0) END AS r4,
+                           CASE WHEN term_count >= 5 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq5, 0) END AS r5,
+                           CASE WHEN term_count >= 6 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq6, 0) END AS r6,
+                           CASE WHEN term_count >= 7 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq7, 0) END AS r7,
+                           CASE WHEN term_count >= 8 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq8, 0) END AS r8
                 FROM matched AS m
                 OFFSET 0
             ),
             scored AS (
+                -- ts_rank of a one-lexeme query with unit weights is
+                -- sum(1/i^2, i = 1..tf) / (pi^2/6), so tf is recovered from the
+                -- remainder of that series (about 1/(tf + 0.5)). A lexeme the
+                -- document does not hold (ts_rank 0: tf 0) adds exactly 0.0, and one
+                -- beyond term_count (NULL) too, so only the held lexemes' tf is
+                -- recovered and weighed (session 14: a candidate holds one or two of
+                -- the query's lexemes; the same sums as weighing every lexeme).
                 SELECT t.document_id, t.subject_id,
                        (
-                         CASE WHEN term_count >= 1 THEN COALESCE(tw1 * t.tf1 / (t.tf1 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 2 THEN COALESCE(tw2 * t.tf2 / (t.tf2 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 3 THEN COALESCE(tw3 * t.tf3 / (t.tf3 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 4 THEN COALESCE(tw4 * t.tf4 / (t.tf4 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 5 THEN COALESCE(tw5 * t.tf5 / (t.tf5 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 6 THEN COALESCE(tw6 * t.tf6 / (t.tf6 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 7 THEN COALESCE(tw7 * t.tf7 / (t.tf7 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 8 THEN COALESCE(tw8 * t.tf8 / (t.tf8 + t.norm), 0.0) ELSE 0.0 END
+                         CASE WHEN t.r1 > 0 THEN tw1 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r1), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r1), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r2 > 0 THEN tw2 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r2), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r2), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r3 > 0 THEN tw3 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r3), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r3), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r4 > 0 THEN tw4 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r4), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r4), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r5 > 0 THEN tw5 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r5), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r5), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r6 > 0 THEN tw6 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r6), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r6), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r7 > 0 THEN tw7 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r7), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r7), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r8 > 0 THEN tw8 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r8), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r8), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
                        )::double precision AS score
                 FROM term_frequencies AS t
             )
@@ -2003,68 +2038,73 @@ BEGIN
                             OR (c.match_2 AND c.sequence_2 >= c.sequence_number - context_radius)))
             ),
             term_frequencies AS (
-                -- ts_rank of a one-lexeme query with unit weights is
-                -- sum(1/i^2, i = 1..tf) / (pi^2/6), so tf is recovered from the
-                -- remainder of that series (about 1/(tf + 0.5)): one binary search
-                -- in the tsvector per query lexeme, unrolled (a per-row subquery
-                -- over the lexemes costs five times as much). OFFSET 0 keeps each
-                -- tf computed once.
+                -- ts_rank of each one-lexeme query (r1, r2, ...): one binary search in
+                -- the tsvector per query lexeme, unrolled (a per-row subquery over
+                -- the lexemes costs five times as much); the scorer recovers tf
+                -- from it. OFFSET 0 keeps each computed once.
                 SELECT m.document_id, m.subject_id,
                        k1 * (1.0 - b + b * pg_catalog.length(m.search_vector) / average_length) AS norm,
-                           CASE WHEN term_count >= 1 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[1], 0)), 1e-6) - 0.5) END AS tf1,
-                           CASE WHEN term_count >= 2 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[2], 0)), 1e-6) - 0.5) END AS tf2,
-                           CASE WHEN term_count >= 3 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[3], 0)), 1e-6) - 0.5) END AS tf3,
-                           CASE WHEN term_count >= 4 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[4], 0)), 1e-6) - 0.5) END AS tf4,
-                           CASE WHEN term_count >= 5 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[5], 0)), 1e-6) - 0.5) END AS tf5,
-                           CASE WHEN term_count >= 6 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[6], 0)), 1e-6) - 0.5) END AS tf6,
-                           CASE WHEN term_count >= 7 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[7], 0)), 1e-6) - 0.5) END AS tf7,
-                           CASE WHEN term_count >= 8 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[8], 0)), 1e-6) - 0.5) END AS tf8,
-                           CASE WHEN term_count >= 9 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[9], 0)), 1e-6) - 0.5) END AS tf9,
-                           CASE WHEN term_count >= 10 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[10], 0)), 1e-6) - 0.5) END AS tf10,
-                           CASE WHEN term_count >= 11 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[11], 0)), 1e-6) - 0.5) END AS tf11,
-                           CASE WHEN term_count >= 12 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[12], 0)), 1e-6) - 0.5) END AS tf12,
-                           CASE WHEN term_count >= 13 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[13], 0)), 1e-6) - 0.5) END AS tf13,
-                           CASE WHEN term_count >= 14 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[14], 0)), 1e-6) - 0.5) END AS tf14,
-                           CASE WHEN term_count >= 15 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[15], 0)), 1e-6) - 0.5) END AS tf15,
-                           CASE WHEN term_count >= 16 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[16], 0)), 1e-6) - 0.5) END AS tf16,
-                           CASE WHEN term_count >= 17 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[17], 0)), 1e-6) - 0.5) END AS tf17,
-                           CASE WHEN term_count >= 18 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[18], 0)), 1e-6) - 0.5) END AS tf18,
-                           CASE WHEN term_count >= 19 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[19], 0)), 1e-6) - 0.5) END AS tf19,
-                           CASE WHEN term_count >= 20 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[20], 0)), 1e-6) - 0.5) END AS tf20,
-                           CASE WHEN term_count >= 21 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[21], 0)), 1e-6) - 0.5) END AS tf21,
-                           CASE WHEN term_count >= 22 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[22], 0)), 1e-6) - 0.5) END AS tf22,
-                           CASE WHEN term_count >= 23 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[23], 0)), 1e-6) - 0.5) END AS tf23,
-                           CASE WHEN term_count >= 24 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[24], 0)), 1e-6) - 0.5) END AS tf24
+                           CASE WHEN term_count >= 1 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[1], 0) END AS r1,
+                           CASE WHEN term_count >= 2 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[2], 0) END AS r2,
+                           CASE WHEN term_count >= 3 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[3], 0) END AS r3,
+                           CASE WHEN term_count >= 4 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[4], 0) END AS r4,
+                           CASE WHEN term_count >= 5 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[5], 0) END AS r5,
+                           CASE WHEN term_count >= 6 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[6], 0) END AS r6,
+                           CASE WHEN term_count >= 7 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[7], 0) END AS r7,
+                           CASE WHEN term_count >= 8 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[8], 0) END AS r8,
+                           CASE WHEN term_count >= 9 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[9], 0) END AS r9,
+                           CASE WHEN term_count >= 10 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[10], 0) END AS r10,
+                           CASE WHEN term_count >= 11 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[11], 0) END AS r11,
+                           CASE WHEN term_count >= 12 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[12], 0) END AS r12,
+                           CASE WHEN term_count >= 13 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[13], 0) END AS r13,
+                           CASE WHEN term_count >= 14 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[14], 0) END AS r14,
+                           CASE WHEN term_count >= 15 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[15], 0) END AS r15,
+                           CASE WHEN term_count >= 16 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[16], 0) END AS r16,
+                           CASE WHEN term_count >= 17 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[17], 0) END AS r17,
+                           CASE WHEN term_count >= 18 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[18], 0) END AS r18,
+                           CASE WHEN term_count >= 19 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[19], 0) END AS r19,
+                           CASE WHEN term_count >= 20 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[20], 0) END AS r20,
+                           CASE WHEN term_count >= 21 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[21], 0) END AS r21,
+                           CASE WHEN term_count >= 22 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[22], 0) END AS r22,
+                           CASE WHEN term_count >= 23 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[23], 0) END AS r23,
+                           CASE WHEN term_count >= 24 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[24], 0) END AS r24
                 FROM matched AS m
                 OFFSET 0
             ),
             scored AS (
+                -- ts_rank of a one-lexeme query with unit weights is
+                -- sum(1/i^2, i = 1..tf) / (pi^2/6), so tf is recovered from the
+                -- remainder of that series (about 1/(tf + 0.5)). A lexeme the
+                -- document does not hold (ts_rank 0: tf 0) adds exactly 0.0, and one
+                -- beyond term_count (NULL) too, so only the held lexemes' tf is
+                -- recovered and weighed (session 14: a candidate holds one or two of
+                -- the query's lexemes; the same sums as weighing every lexeme).
                 SELECT t.document_id, t.subject_id,
                        (
-                         CASE WHEN term_count >= 1 THEN COALESCE(idfs[1] * t.tf1 / (t.tf1 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 2 THEN COALESCE(idfs[2] * t.tf2 / (t.tf2 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 3 THEN COALESCE(idfs[3] * t.tf3 / (t.tf3 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 4 THEN COALESCE(idfs[4] * t.tf4 / (t.tf4 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 5 THEN COALESCE(idfs[5] * t.tf5 / (t.tf5 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 6 THEN COALESCE(idfs[6] * t.tf6 / (t.tf6 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 7 THEN COALESCE(idfs[7] * t.tf7 / (t.tf7 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 8 THEN COALESCE(idfs[8] * t.tf8 / (t.tf8 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 9 THEN COALESCE(idfs[9] * t.tf9 / (t.tf9 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 10 THEN COALESCE(idfs[10] * t.tf10 / (t.tf10 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 11 THEN COALESCE(idfs[11] * t.tf11 / (t.tf11 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 12 THEN COALESCE(idfs[12] * t.tf12 / (t.tf12 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 13 THEN COALESCE(idfs[13] * t.tf13 / (t.tf13 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 14 THEN COALESCE(idfs[14] * t.tf14 / (t.tf14 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 15 THEN COALESCE(idfs[15] * t.tf15 / (t.tf15 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 16 THEN COALESCE(idfs[16] * t.tf16 / (t.tf16 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 17 THEN COALESCE(idfs[17] * t.tf17 / (t.tf17 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 18 THEN COALESCE(idfs[18] * t.tf18 / (t.tf18 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 19 THEN COALESCE(idfs[19] * t.tf19 / (t.tf19 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 20 THEN COALESCE(idfs[20] * t.tf20 / (t.tf20 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 21 THEN COALESCE(idfs[21] * t.tf21 / (t.tf21 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 22 THEN COALESCE(idfs[22] * t.tf22 / (t.tf22 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 23 THEN COALESCE(idfs[23] * t.tf23 / (t.tf23 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 24 THEN COALESCE(idfs[24] * t.tf24 / (t.tf24 + t.norm), 0.0) ELSE 0.0 END
+                         CASE WHEN t.r1 > 0 THEN idfs[1] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r1), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r1), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r2 > 0 THEN idfs[2] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r2), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r2), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r3 > 0 THEN idfs[3] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r3), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r3), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r4 > 0 THEN idfs[4] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r4), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r4), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r5 > 0 THEN idfs[5] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r5), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r5), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r6 > 0 THEN idfs[6] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r6), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r6), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r7 > 0 THEN idfs[7] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r7), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r7), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r8 > 0 THEN idfs[8] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r8), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r8), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r9 > 0 THEN idfs[9] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r9), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r9), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r10 > 0 THEN idfs[10] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r10), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r10), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r11 > 0 THEN idfs[11] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r11), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r11), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r12 > 0 THEN idfs[12] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r12), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r12), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r13 > 0 THEN idfs[13] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r13), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r13), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r14 > 0 THEN idfs[14] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r14), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r14), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r15 > 0 THEN idfs[15] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r15), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r15), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r16 > 0 THEN idfs[16] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r16), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r16), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r17 > 0 THEN idfs[17] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r17), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r17), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r18 > 0 THEN idfs[18] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r18), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r18), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r19 > 0 THEN idfs[19] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r19), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r19), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r20 > 0 THEN idfs[20] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r20), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r20), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r21 > 0 THEN idfs[21] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r21), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r21), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r22 > 0 THEN idfs[22] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r22), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r22), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r23 > 0 THEN idfs[23] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r23), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r23), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r24 > 0 THEN idfs[24] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r24), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r24), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
                        )::double precision AS score
                 FROM term_frequencies AS t
             )
