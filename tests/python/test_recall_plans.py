@@ -77,6 +77,11 @@ def plans_of_recall(conn: Conn, team: uuid.UUID, query: str) -> list[str]:
     return messages
 
 
+# the full-text statements' any-term pass (inlined, read once since session 8; after the
+# dense walk's CTE since session 14): how a plan of the branch is recognised
+ANY_PASS = "any_pass AS NOT MATERIALIZED"
+
+
 def test_fulltext_branch_uses_its_gin_index_and_vector_path_follows_team_size(admin_conn: Conn) -> None:
     # the other teams' rows make the table large, as in production: a team is a small part of it
     filler = bulk_team(admin_conn, "filler", 20000, vectors=False)
@@ -98,17 +103,17 @@ def test_fulltext_branch_uses_its_gin_index_and_vector_path_follows_team_size(ad
         fulltext = [
             p
             for p in plans
-            # any_pass is inlined since session 8 (read once): the statement text names it
-            if "WITH any_pass AS" in p or ("team_rows AS MATERIALIZED" in p and "search_vector @@" in p)
+            # the statement text names any_pass (ANY_PASS)
+            if ANY_PASS in p or ("team_rows AS MATERIALIZED" in p and "search_vector @@" in p)
         ]
         assert fulltext, "the full-text statement ran"
         # a team of at most scan_budget documents whose all-terms pass cannot use the lexeme keys
         # (an "or", an exclusion) has its own statement (team_rows); any other query, and a larger
         # team, the GIN passes' statement
         if query == "charlie or delta":
-            assert all("CTE team_rows" in p and "WITH any_pass AS" not in p for p in fulltext), fulltext
+            assert all("CTE team_rows" in p and ANY_PASS not in p for p in fulltext), fulltext
         else:
-            assert all("WITH any_pass AS" in p and "CTE team_rows" not in p for p in fulltext), fulltext
+            assert all(ANY_PASS in p and "CTE team_rows" not in p for p in fulltext), fulltext
         # one generic plan serves every team of the session: the any-term pass and the keyed
         # all-terms pass read the team-qualified lexeme keys (migration 0025), the other all-terms
         # pass (an "or", an exclusion) the (team_id, search_vector) GIN index, and the small-team
@@ -121,20 +126,20 @@ def test_fulltext_branch_uses_its_gin_index_and_vector_path_follows_team_size(ad
             and p.count("Bitmap Index Scan on search_documents_fulltext_idx")
             == (1 if "all_pass AS" in p else 0)
             for p in fulltext
-            if "WITH any_pass AS" in p
+            if ANY_PASS in p
         ), [p[p.index("Limit") :] for p in fulltext]
         # a pass whose lexemes most of a large team holds ("record", "mentions": every document of
         # the 20,000) has its dense way (migration 0053): the team's documents in heap order through
         # search_documents_team_order_idx, never through an index in another order; that statement
-        # runs only then
+        # runs only then. Since session 14 one walk (CTE dense_walk) serves both passes' dense ways:
+        # the index is read once, in that CTE, and each pass reads the walk
         dense = [p for p in fulltext if "search_documents_team_order_idx" in p]
         assert bool(dense) == (team == filler), fulltext
+        order_scan = " using search_documents_team_order_idx"
         assert all(
-            p[p.index("CTE all_pass") : p.index("CTE near_rows")].count(" on search_documents_team_order_idx")
-            + p[p.index("CTE all_pass") : p.index("CTE near_rows")].count(
-                " using search_documents_team_order_idx"
-            )
-            == 2
+            p[p.index("CTE dense_walk") : p.index("CTE all_pass")].count(order_scan) == 1
+            and p.count(" on search_documents_team_order_idx") + p.count(order_scan) == 1
+            and p[p.index("CTE all_pass") :].count("CTE Scan on dense_walk") == 2
             for p in dense
         ), [p[p.index("Limit") :] for p in dense]
         assert all("Seq Scan on search_documents" not in p for p in fulltext), fulltext
