@@ -600,7 +600,9 @@ BEGIN
                        -- sort keeps the top `cap` alone instead of ordering every
                        -- candidate twice around a window over all of them
                        (pg_catalog.rank() OVER (ORDER BY r.score DESC))::integer,
-                       r.score
+                       r.score,
+                       -- no document fields carried (the ranking reads these documents)
+                       NULL::dm_private.memory_type, NULL::timestamptz, NULL::bigint, NULL::text, NULL::integer, NULL::integer, NULL::real, NULL::real, NULL::bigint
                 FROM (SELECT s.document_id, s.subject_id, s.score
                       FROM scored AS s
                       ORDER BY s.score DESC, s.subject_id
@@ -784,7 +786,9 @@ BEGIN
                        -- sort keeps the top `cap` alone instead of ordering every
                        -- candidate twice around a window over all of them
                        (pg_catalog.rank() OVER (ORDER BY r.score DESC))::integer,
-                       r.score
+                       r.score,
+                       -- no document fields carried (the ranking reads these documents)
+                       NULL::dm_private.memory_type, NULL::timestamptz, NULL::bigint, NULL::text, NULL::integer, NULL::integer, NULL::real, NULL::real, NULL::bigint
                 FROM (SELECT s.document_id, s.subject_id, s.score
                       FROM scored AS s
                       ORDER BY s.score DESC, s.subject_id
@@ -1138,7 +1142,9 @@ BEGIN
                    -- sort keeps the top `cap` alone instead of ordering every
                    -- candidate twice around a window over all of them
                    (pg_catalog.rank() OVER (ORDER BY r.score DESC))::integer,
-                   r.score
+                   r.score,
+                   -- no document fields carried (the ranking reads these documents)
+                   NULL::dm_private.memory_type, NULL::timestamptz, NULL::bigint, NULL::text, NULL::integer, NULL::integer, NULL::real, NULL::real, NULL::bigint
             FROM (SELECT s.document_id, s.subject_id, s.score
                   FROM scored AS s
                   ORDER BY s.score DESC, s.subject_id
@@ -1217,7 +1223,9 @@ BEGIN
                    -- sort keeps the top `cap` alone instead of ordering every
                    -- candidate twice around a window over all of them
                    (pg_catalog.rank() OVER (ORDER BY r.score DESC))::integer,
-                   r.score
+                   r.score,
+                   -- no document fields carried (the ranking reads these documents)
+                   NULL::dm_private.memory_type, NULL::timestamptz, NULL::bigint, NULL::text, NULL::integer, NULL::integer, NULL::real, NULL::real, NULL::bigint
             FROM (SELECT s.document_id, s.subject_id, s.score
                   FROM scored AS s
                   ORDER BY s.score DESC, s.subject_id
@@ -1305,7 +1313,9 @@ BEGIN
                    -- sort keeps the top `cap` alone instead of ordering every
                    -- candidate twice around a window over all of them
                    (pg_catalog.rank() OVER (ORDER BY r.score DESC))::integer,
-                   r.score
+                   r.score,
+                   -- no document fields carried (the ranking reads these documents)
+                   NULL::dm_private.memory_type, NULL::timestamptz, NULL::bigint, NULL::text, NULL::integer, NULL::integer, NULL::real, NULL::real, NULL::bigint
             FROM (SELECT s.document_id, s.subject_id, s.score
                   FROM scored AS s
                   ORDER BY s.score DESC, s.subject_id
@@ -1461,7 +1471,9 @@ BEGIN
                    -- sort keeps the top `cap` alone instead of ordering every
                    -- candidate twice around a window over all of them
                    (pg_catalog.rank() OVER (ORDER BY r.score DESC))::integer,
-                   r.score
+                   r.score,
+                   -- no document fields carried (the ranking reads these documents)
+                   NULL::dm_private.memory_type, NULL::timestamptz, NULL::bigint, NULL::text, NULL::integer, NULL::integer, NULL::real, NULL::real, NULL::bigint
             FROM (SELECT s.document_id, s.subject_id, s.score
                   FROM scored AS s
                   ORDER BY s.score DESC, s.subject_id
@@ -1718,7 +1730,9 @@ BEGIN
                    -- sort keeps the top `cap` alone instead of ordering every
                    -- candidate twice around a window over all of them
                    (pg_catalog.rank() OVER (ORDER BY r.score DESC))::integer,
-                   r.score
+                   r.score,
+                   -- no document fields carried (the ranking reads these documents)
+                   NULL::dm_private.memory_type, NULL::timestamptz, NULL::bigint, NULL::text, NULL::integer, NULL::integer, NULL::real, NULL::real, NULL::bigint
             FROM (SELECT s.document_id, s.subject_id, s.score
                   FROM scored AS s
                   ORDER BY s.score DESC, s.subject_id
@@ -2007,7 +2021,9 @@ BEGIN
                    -- sort keeps the top `cap` alone instead of ordering every
                    -- candidate twice around a window over all of them
                    (pg_catalog.rank() OVER (ORDER BY r.score DESC))::integer,
-                   r.score
+                   r.score,
+                   -- no document fields carried (the ranking reads these documents)
+                   NULL::dm_private.memory_type, NULL::timestamptz, NULL::bigint, NULL::text, NULL::integer, NULL::integer, NULL::real, NULL::real, NULL::bigint
             FROM (SELECT s.document_id, s.subject_id, s.score
                   FROM scored AS s
                   ORDER BY s.score DESC, s.subject_id
