@@ -37,6 +37,7 @@ ADD ATTRIBUTE document_version integer,
 ADD ATTRIBUTE source_version integer,
 ADD ATTRIBUTE importance real,
 ADD ATTRIBUTE confidence real,
+ADD ATTRIBUTE search_vector tsvector,
 ADD ATTRIBUTE body_hash bigint;
 COMMENT ON TYPE dm_private.recall_branch_hit IS
 'One candidate of one retrieval branch (fulltext, vector, exact): its rank inside the branch (1 = best) and the branch''s own score (ts_rank_cd, cosine distance, anchor count). An evidence appears at most once per branch. memory_type .. body_hash: the document''s ranking fields as the branch read them with its eligibility test (document_version NULL: not carried; the ranking reads the document).';
@@ -50,6 +51,7 @@ ADD ATTRIBUTE document_version integer,
 ADD ATTRIBUTE source_version integer,
 ADD ATTRIBUTE importance real,
 ADD ATTRIBUTE confidence real,
+ADD ATTRIBUTE search_vector tsvector,
 ADD ATTRIBUTE body_hash bigint;
 COMMENT ON TYPE dm_private.recall_fused IS
 'One candidate after fusion: the RRF (or branch-priority) score, relevance normalised to [0,1], and its rank in each branch (NULL when absent). memory_type .. body_hash: the ranking fields a branch carried for it (document_version NULL: none; the ranking reads the document).';

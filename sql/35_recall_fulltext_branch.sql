@@ -602,7 +602,7 @@ BEGIN
                        (pg_catalog.rank() OVER (ORDER BY r.score DESC))::integer,
                        r.score,
                        -- no document fields carried (the ranking reads these documents)
-                       NULL::dm_private.memory_type, NULL::timestamptz, NULL::bigint, NULL::text, NULL::integer, NULL::integer, NULL::real, NULL::real, NULL::bigint
+                       NULL::dm_private.memory_type, NULL::timestamptz, NULL::bigint, NULL::text, NULL::integer, NULL::integer, NULL::real, NULL::real, NULL::tsvector, NULL::bigint
                 FROM (SELECT s.document_id, s.subject_id, s.score
                       FROM scored AS s
                       ORDER BY s.score DESC, s.subject_id
@@ -788,7 +788,7 @@ BEGIN
                        (pg_catalog.rank() OVER (ORDER BY r.score DESC))::integer,
                        r.score,
                        -- no document fields carried (the ranking reads these documents)
-                       NULL::dm_private.memory_type, NULL::timestamptz, NULL::bigint, NULL::text, NULL::integer, NULL::integer, NULL::real, NULL::real, NULL::bigint
+                       NULL::dm_private.memory_type, NULL::timestamptz, NULL::bigint, NULL::text, NULL::integer, NULL::integer, NULL::real, NULL::real, NULL::tsvector, NULL::bigint
                 FROM (SELECT s.document_id, s.subject_id, s.score
                       FROM scored AS s
                       ORDER BY s.score DESC, s.subject_id
@@ -1144,7 +1144,7 @@ BEGIN
                    (pg_catalog.rank() OVER (ORDER BY r.score DESC))::integer,
                    r.score,
                    -- no document fields carried (the ranking reads these documents)
-                   NULL::dm_private.memory_type, NULL::timestamptz, NULL::bigint, NULL::text, NULL::integer, NULL::integer, NULL::real, NULL::real, NULL::bigint
+                   NULL::dm_private.memory_type, NULL::timestamptz, NULL::bigint, NULL::text, NULL::integer, NULL::integer, NULL::real, NULL::real, NULL::tsvector, NULL::bigint
             FROM (SELECT s.document_id, s.subject_id, s.score
                   FROM scored AS s
                   ORDER BY s.score DESC, s.subject_id
@@ -1225,7 +1225,7 @@ BEGIN
                    (pg_catalog.rank() OVER (ORDER BY r.score DESC))::integer,
                    r.score,
                    -- no document fields carried (the ranking reads these documents)
-                   NULL::dm_private.memory_type, NULL::timestamptz, NULL::bigint, NULL::text, NULL::integer, NULL::integer, NULL::real, NULL::real, NULL::bigint
+                   NULL::dm_private.memory_type, NULL::timestamptz, NULL::bigint, NULL::text, NULL::integer, NULL::integer, NULL::real, NULL::real, NULL::tsvector, NULL::bigint
             FROM (SELECT s.document_id, s.subject_id, s.score
                   FROM scored AS s
                   ORDER BY s.score DESC, s.subject_id
@@ -1315,7 +1315,7 @@ BEGIN
                    (pg_catalog.rank() OVER (ORDER BY r.score DESC))::integer,
                    r.score,
                    -- no document fields carried (the ranking reads these documents)
-                   NULL::dm_private.memory_type, NULL::timestamptz, NULL::bigint, NULL::text, NULL::integer, NULL::integer, NULL::real, NULL::real, NULL::bigint
+                   NULL::dm_private.memory_type, NULL::timestamptz, NULL::bigint, NULL::text, NULL::integer, NULL::integer, NULL::real, NULL::real, NULL::tsvector, NULL::bigint
             FROM (SELECT s.document_id, s.subject_id, s.score
                   FROM scored AS s
                   ORDER BY s.score DESC, s.subject_id
@@ -1473,7 +1473,7 @@ BEGIN
                    (pg_catalog.rank() OVER (ORDER BY r.score DESC))::integer,
                    r.score,
                    -- no document fields carried (the ranking reads these documents)
-                   NULL::dm_private.memory_type, NULL::timestamptz, NULL::bigint, NULL::text, NULL::integer, NULL::integer, NULL::real, NULL::real, NULL::bigint
+                   NULL::dm_private.memory_type, NULL::timestamptz, NULL::bigint, NULL::text, NULL::integer, NULL::integer, NULL::real, NULL::real, NULL::tsvector, NULL::bigint
             FROM (SELECT s.document_id, s.subject_id, s.score
                   FROM scored AS s
                   ORDER BY s.score DESC, s.subject_id
@@ -1732,7 +1732,7 @@ BEGIN
                    (pg_catalog.rank() OVER (ORDER BY r.score DESC))::integer,
                    r.score,
                    -- no document fields carried (the ranking reads these documents)
-                   NULL::dm_private.memory_type, NULL::timestamptz, NULL::bigint, NULL::text, NULL::integer, NULL::integer, NULL::real, NULL::real, NULL::bigint
+                   NULL::dm_private.memory_type, NULL::timestamptz, NULL::bigint, NULL::text, NULL::integer, NULL::integer, NULL::real, NULL::real, NULL::tsvector, NULL::bigint
             FROM (SELECT s.document_id, s.subject_id, s.score
                   FROM scored AS s
                   ORDER BY s.score DESC, s.subject_id
@@ -2023,7 +2023,7 @@ BEGIN
                    (pg_catalog.rank() OVER (ORDER BY r.score DESC))::integer,
                    r.score,
                    -- no document fields carried (the ranking reads these documents)
-                   NULL::dm_private.memory_type, NULL::timestamptz, NULL::bigint, NULL::text, NULL::integer, NULL::integer, NULL::real, NULL::real, NULL::bigint
+                   NULL::dm_private.memory_type, NULL::timestamptz, NULL::bigint, NULL::text, NULL::integer, NULL::integer, NULL::real, NULL::real, NULL::tsvector, NULL::bigint
             FROM (SELECT s.document_id, s.subject_id, s.score
                   FROM scored AS s
                   ORDER BY s.score DESC, s.subject_id

@@ -107,6 +107,7 @@ BEGIN
                    pg_catalog.any_value(h.source_version) AS source_version,
                    pg_catalog.any_value(h.importance) AS importance,
                    pg_catalog.any_value(h.confidence) AS confidence,
+                   pg_catalog.any_value(h.search_vector) AS search_vector,
                    pg_catalog.any_value(h.body_hash) AS body_hash,
                    pg_catalog.min(h.branch_rank) FILTER (WHERE h.branch = 'fulltext') AS fulltext_rank,
                    pg_catalog.min(h.branch_rank) FILTER (WHERE h.branch = 'vector') AS vector_rank,
@@ -137,7 +138,7 @@ BEGIN
                    (o.total - o.position + 1)::double precision / o.total,
                    o.fulltext_rank::integer, o.vector_rank::integer, o.exact_rank::integer, o.position::integer,
                    o.memory_type, o.source_created_at, o.sequence_number, o.source_group, o.document_version,
-                   o.source_version, o.importance, o.confidence, o.body_hash
+                   o.source_version, o.importance, o.confidence, o.search_vector, o.body_hash
                )::dm_private.recall_fused) FILTER (WHERE o.position <= cap),
                pg_catalog.bool_or(o.unknown_branch)
         INTO fused, unknown_branch
@@ -158,7 +159,7 @@ BEGIN
                    o.document_id, o.evidence_id, o.rrf, NULL::double precision,
                    o.fulltext_rank::integer, o.vector_rank::integer, o.exact_rank::integer, NULL::integer,
                    o.memory_type, o.source_created_at, o.sequence_number, o.source_group, o.document_version,
-                   o.source_version, o.importance, o.confidence, o.body_hash
+                   o.source_version, o.importance, o.confidence, o.search_vector, o.body_hash
                )::dm_private.recall_fused),
                pg_catalog.bool_or(o.unknown_branch), pg_catalog.max(o.rrf), pg_catalog.min(o.rrf)
         INTO fused, unknown_branch, best_score, worst_score
@@ -172,6 +173,7 @@ BEGIN
                    pg_catalog.any_value(h.source_version) AS source_version,
                    pg_catalog.any_value(h.importance) AS importance,
                    pg_catalog.any_value(h.confidence) AS confidence,
+                   pg_catalog.any_value(h.search_vector) AS search_vector,
                    pg_catalog.any_value(h.body_hash) AS body_hash,
                    pg_catalog.min(h.branch_rank) FILTER (WHERE h.branch = 'fulltext') AS fulltext_rank,
                    pg_catalog.min(h.branch_rank) FILTER (WHERE h.branch = 'vector') AS vector_rank,
@@ -238,12 +240,12 @@ AS $$
                              ELSE (f.fused_score - worst_score) / (best_score - worst_score) END),
                f.fulltext_rank, f.vector_rank, f.exact_rank, COALESCE(f.fusion_rank, f.position::integer),
                f.memory_type, f.source_created_at, f.sequence_number, f.source_group, f.document_version,
-               f.source_version, f.importance, f.confidence, f.body_hash
+               f.source_version, f.importance, f.confidence, f.search_vector, f.body_hash
            )::dm_private.recall_fused ORDER BY f.position), '{}')
     FROM pg_catalog.unnest(fused) WITH ORDINALITY
         AS f (document_id, evidence_id, fused_score, relevance, fulltext_rank, vector_rank, exact_rank, fusion_rank,
               memory_type, source_created_at, sequence_number, source_group, document_version, source_version,
-              importance, confidence, body_hash, position)
+              importance, confidence, search_vector, body_hash, position)
 $$;
 COMMENT ON FUNCTION dm_private.recall_fuse_normalised(dm_private.recall_fused [], double precision, double precision) IS
 'The fusion core''s rows completed: relevance missing = min-max of fused_score between best_score and worst_score (1 when equal), fusion_rank missing = position in the array.';

@@ -64,9 +64,9 @@
 -- are scored as they are: such a candidate's document is not read again
 -- (the vector branch read that row to test its eligibility in the same
 -- recall: 65 of the bench's 100 probes per call). read_documents (the
--- scored rows are returned, or a phrase, exact-terms or content signal is
--- computed, which need the text) reads every candidate's document as
--- before; a candidate without carried fields is always read. Why the
+-- scored rows are returned, or a phrase signal is computed: they need the
+-- body) reads every candidate's document as before; a candidate without
+-- carried fields is always read. Why the
 -- rank's own tests are not needed for a carried candidate: the vector
 -- branch emitted it only for the row it read with team_id = the team,
 -- subject_id = the evidence (its evidence_id is that subject_id),
@@ -159,81 +159,87 @@ AS $$
                a.body_hash,
                a.body_key
         FROM (
-            SELECT c.document_id, c.evidence_id,
-                   COALESCE(c.relevance,
+            SELECT u.document_id, u.evidence_id,
+                   COALESCE(u.relevance,
                             CASE WHEN fused_best = fused_worst THEN 1.0
-                                 ELSE (c.fused_score - fused_worst) / (fused_best - fused_worst) END)
+                                 ELSE (u.fused_score - fused_worst) / (fused_best - fused_worst) END)
                        AS fused_relevance,
                    -- the branch ranks, shown only in the scored rows
-                   CASE WHEN with_rows THEN c.fulltext_rank END AS fulltext_rank,
-                   CASE WHEN with_rows THEN c.vector_rank END AS vector_rank,
-                   CASE WHEN with_rows THEN c.exact_rank END AS exact_rank,
-                   CASE WHEN with_rows THEN c.fusion_rank END AS fusion_rank,
-                   c.memory_type, c.source_created_at, c.sequence_number, c.source_group,
-                   c.document_version, c.source_version,
-                   COALESCE(c.importance, 0.5)::double precision AS importance,
-                   COALESCE(c.confidence, 1.0)::double precision AS confidence,
-                   CASE c.memory_type
+                   CASE WHEN with_rows THEN u.fulltext_rank END AS fulltext_rank,
+                   CASE WHEN with_rows THEN u.vector_rank END AS vector_rank,
+                   CASE WHEN with_rows THEN u.exact_rank END AS exact_rank,
+                   CASE WHEN with_rows THEN u.fusion_rank END AS fusion_rank,
+                   -- a candidate's fields as its branch carried them, or as its
+                   -- document holds them when it was read (x.document_id set)
+                   CASE WHEN x.document_id IS NULL THEN u.memory_type ELSE x.memory_type END AS memory_type,
+                   CASE WHEN x.document_id IS NULL THEN u.source_created_at ELSE x.source_created_at END
+                       AS source_created_at,
+                   CASE WHEN x.document_id IS NULL THEN u.sequence_number ELSE x.sequence_number END
+                       AS sequence_number,
+                   CASE WHEN x.document_id IS NULL THEN u.source_group ELSE x.source_group END AS source_group,
+                   CASE WHEN x.document_id IS NULL THEN u.document_version ELSE x.document_version END
+                       AS document_version,
+                   CASE WHEN x.document_id IS NULL THEN u.source_version ELSE x.source_version END AS source_version,
+                   COALESCE(CASE WHEN x.document_id IS NULL THEN u.importance ELSE x.importance END, 0.5)
+                       ::double precision AS importance,
+                   COALESCE(CASE WHEN x.document_id IS NULL THEN u.confidence ELSE x.confidence END, 1.0)
+                       ::double precision AS confidence,
+                   CASE CASE WHEN x.document_id IS NULL THEN u.memory_type ELSE x.memory_type END
                        WHEN 'conversation' THEN hl_conversation
                        WHEN 'workflow' THEN hl_workflow
                        WHEN 'episodic' THEN hl_episodic
                        WHEN 'semantic' THEN hl_semantic
                        WHEN 'organizational' THEN hl_organizational
-                       ELSE (half_lives ->> c.memory_type::text)::double precision
+                       ELSE (half_lives ->> (CASE WHEN x.document_id IS NULL THEN u.memory_type
+                                                  ELSE x.memory_type END)::text)::double precision
                    END AS half_life,
-                   c.phrase, c.exact_terms, c.content, c.body_bytes, c.body_hash, c.body_key
-            FROM (
-                -- the candidates with carried fields, without reading their
-                -- documents: the text signals are their value without a text to
-                -- measure (no phrase scanned, no exact-terms query, no content
-                -- weight: 0, as the expressions below give), and body_bytes and
-                -- body_key are only shown in the scored rows, which read the
-                -- documents. Each half runs only when its gate lets a row in.
-                SELECT u.document_id, u.evidence_id, u.fused_score, u.relevance, u.fulltext_rank, u.vector_rank,
-                       u.exact_rank, u.fusion_rank, u.memory_type, u.source_created_at, u.sequence_number,
-                       u.source_group, u.document_version, u.source_version, u.importance, u.confidence,
-                       0::double precision AS phrase, 0 AS exact_terms, 0::double precision AS content,
-                       NULL::integer AS body_bytes, u.body_hash, NULL::text AS body_key
-                -- the fused composites as columns of a function scan (session 13):
-                -- each composite is split once into the tuplestore's row, where
-                -- unnest in a select list (session 10) left a field selection per
-                -- use, each deforming the composite again
-                FROM pg_catalog.unnest(fused) AS u
-                WHERE NOT read_documents AND u.document_version IS NOT NULL
-                UNION ALL
-                -- the other candidates joined with their documents by primary key
-                -- (team_id, document_id): without the temporal CTE nothing else
-                -- reads the documents, so they are neither collected by one
-                -- array-key scan nor materialized and hashed for the join.
-                -- Every expression is the full statement's (features, anchored).
-                SELECT u.document_id, u.evidence_id, u.fused_score, u.relevance, u.fulltext_rank, u.vector_rank,
-                       u.exact_rank, u.fusion_rank, x.memory_type, x.source_created_at, x.sequence_number,
-                       x.source_group, x.document_version, x.source_version, x.importance, x.confidence,
-                       CASE WHEN pg_catalog.cardinality(scan_phrases) = 0 THEN 0 ELSE
-                           (SELECT pg_catalog.count(*) FROM pg_catalog.unnest(scan_phrases) AS p (phrase)
-                            WHERE pg_catalog.strpos(pg_catalog.lower(x.body), p.phrase) > 0)::double precision
-                           / pg_catalog.cardinality(scan_phrases) END AS phrase,
-                       CASE WHEN exact_q IS NOT NULL AND x.search_vector @@ exact_q THEN 1 ELSE 0 END AS exact_terms,
-                       CASE WHEN mix_content > 0
-                            THEN LEAST(1.0, pg_catalog.length(x.search_vector) / content_pivot) ELSE 0 END AS content,
-                       pg_catalog.octet_length(x.body) AS body_bytes,
-                       -- hashtextextended(body, 0), stored (migration 0083)
-                       x.body_hash,
-                       CASE WHEN with_rows THEN pg_catalog.md5(x.body) END AS body_key
-                FROM pg_catalog.unnest(fused) AS u
-                JOIN dm_private.search_documents AS x
-                  -- by the document's id: the hash index of migration 0072 (one
-                  -- bucket page per candidate instead of a B-tree descent comparing
-                  -- two uuids per step: 0.7 M instructions less per ranking call,
-                  -- session 11), the team test on the row it returns. Not the
-                  -- subject key's uuid, enum and uuid (the subject test, IS TRUE,
-                  -- is a filter: not an index condition)
-                  ON x.team_id = team AND x.document_id = u.document_id
-                 AND (x.subject_id = u.evidence_id) IS TRUE
+                   -- (no phrase to scan unless the document was read)
+                   CASE WHEN pg_catalog.cardinality(scan_phrases) = 0 THEN 0 ELSE
+                       (SELECT pg_catalog.count(*) FROM pg_catalog.unnest(scan_phrases) AS p (phrase)
+                        WHERE pg_catalog.strpos(pg_catalog.lower(x.body), p.phrase) > 0)::double precision
+                       / pg_catalog.cardinality(scan_phrases) END AS phrase,
+                   CASE WHEN exact_q IS NOT NULL
+                             AND CASE WHEN x.document_id IS NULL THEN u.search_vector ELSE x.search_vector END
+                                 @@ exact_q
+                        THEN 1 ELSE 0 END AS exact_terms,
+                   CASE WHEN mix_content > 0
+                        THEN LEAST(1.0, pg_catalog.length(CASE WHEN x.document_id IS NULL THEN u.search_vector
+                                                               ELSE x.search_vector END) / content_pivot)
+                        ELSE 0 END AS content,
+                   -- shown only in the scored rows, which read every document
+                   pg_catalog.octet_length(x.body) AS body_bytes,
+                   CASE WHEN x.document_id IS NULL THEN u.body_hash ELSE x.body_hash END AS body_hash,
+                   CASE WHEN with_rows THEN pg_catalog.md5(x.body) END AS body_key
+            -- the fused composites as columns of a function scan (session 13):
+            -- each composite is split once into the tuplestore's row, where
+            -- unnest in a select list (session 10) left a field selection per
+            -- use, each deforming the composite again
+            FROM pg_catalog.unnest(fused) AS u
+            -- a candidate's document, read only when it carries no fields or
+            -- the body is needed (the gate is a one-time filter of the probe:
+            -- a carried candidate costs no index scan)
+            LEFT JOIN LATERAL (
+                SELECT x.document_id, x.memory_type, x.source_created_at, x.sequence_number, x.source_group,
+                       x.document_version, x.source_version, x.importance, x.confidence, x.search_vector, x.body,
+                       x.body_hash
+                FROM dm_private.search_documents AS x
+                -- by the document's id: the hash index of migration 0072 (one
+                -- bucket page per candidate instead of a B-tree descent comparing
+                -- two uuids per step: 0.7 M instructions less per ranking call,
+                -- session 11), the team test on the row it returns. Not the
+                -- subject key's uuid, enum and uuid (the subject test, IS TRUE,
+                -- is a filter: not an index condition)
                 WHERE (read_documents OR u.document_version IS NULL)
+                  AND x.team_id = team AND x.document_id = u.document_id
+                  AND (x.subject_id = u.evidence_id) IS TRUE
                   AND x.subject_kind = 'evidence'
                   AND x.policy_labels <@ scopes
-            ) AS c
+                -- OFFSET 0: the gate stays a one-time filter of this probe
+                OFFSET 0
+            ) AS x ON true
+            -- a candidate read and not found (no such document, another
+            -- subject, policy) is dropped, as the inner join dropped it
+            WHERE x.document_id IS NOT NULL OR (NOT read_documents AND u.document_version IS NOT NULL)
         ) AS a
         -- OFFSET 0 keeps this a subquery of its own: pulled up, each
         -- signal's expression was copied to every place that reads it
@@ -484,11 +490,10 @@ BEGIN
     IF with_rows OR mix_exact <> 0 THEN
         exact_q := all_q;
     END IF;
-    -- the text is needed for the scored rows (body_bytes, body_key and the
-    -- signals shown) and for a phrase, exact-terms or content signal
-    -- computed; otherwise those are 0 for every candidate and a candidate
-    -- whose fields a branch carried is scored from them (session 14)
-    read_documents := with_rows OR pg_catalog.cardinality(scan_phrases) > 0 OR exact_q IS NOT NULL OR mix_content > 0;
+    -- the body is needed for the scored rows (body_bytes, body_key) and for
+    -- a phrase signal; otherwise a candidate whose fields a branch carried
+    -- (its tsvector among them) is scored from them (session 14)
+    read_documents := with_rows OR pg_catalog.cardinality(scan_phrases) > 0;
     IF with_context THEN
         -- as recall_run gated sql/52: the stage runs only for a weight above
         -- 0, and refuses one above 1
