@@ -600,9 +600,7 @@ BEGIN
                        -- sort keeps the top `cap` alone instead of ordering every
                        -- candidate twice around a window over all of them
                        (pg_catalog.rank() OVER (ORDER BY r.score DESC))::integer,
-                       r.score,
-                       -- no document fields carried (the ranking reads these documents)
-                       NULL::dm_private.memory_type, NULL::timestamptz, NULL::bigint, NULL::text, NULL::integer, NULL::integer, NULL::real, NULL::real, NULL::tsvector, NULL::bigint
+                       r.score
                 FROM (SELECT s.document_id, s.subject_id, s.score
                       FROM scored AS s
                       ORDER BY s.score DESC, s.subject_id
@@ -786,9 +784,7 @@ BEGIN
                        -- sort keeps the top `cap` alone instead of ordering every
                        -- candidate twice around a window over all of them
                        (pg_catalog.rank() OVER (ORDER BY r.score DESC))::integer,
-                       r.score,
-                       -- no document fields carried (the ranking reads these documents)
-                       NULL::dm_private.memory_type, NULL::timestamptz, NULL::bigint, NULL::text, NULL::integer, NULL::integer, NULL::real, NULL::real, NULL::tsvector, NULL::bigint
+                       r.score
                 FROM (SELECT s.document_id, s.subject_id, s.score
                       FROM scored AS s
                       ORDER BY s.score DESC, s.subject_id
@@ -1142,9 +1138,7 @@ BEGIN
                    -- sort keeps the top `cap` alone instead of ordering every
                    -- candidate twice around a window over all of them
                    (pg_catalog.rank() OVER (ORDER BY r.score DESC))::integer,
-                   r.score,
-                   -- no document fields carried (the ranking reads these documents)
-                   NULL::dm_private.memory_type, NULL::timestamptz, NULL::bigint, NULL::text, NULL::integer, NULL::integer, NULL::real, NULL::real, NULL::tsvector, NULL::bigint
+                   r.score
             FROM (SELECT s.document_id, s.subject_id, s.score
                   FROM scored AS s
                   ORDER BY s.score DESC, s.subject_id
@@ -1223,9 +1217,7 @@ BEGIN
                    -- sort keeps the top `cap` alone instead of ordering every
                    -- candidate twice around a window over all of them
                    (pg_catalog.rank() OVER (ORDER BY r.score DESC))::integer,
-                   r.score,
-                   -- no document fields carried (the ranking reads these documents)
-                   NULL::dm_private.memory_type, NULL::timestamptz, NULL::bigint, NULL::text, NULL::integer, NULL::integer, NULL::real, NULL::real, NULL::tsvector, NULL::bigint
+                   r.score
             FROM (SELECT s.document_id, s.subject_id, s.score
                   FROM scored AS s
                   ORDER BY s.score DESC, s.subject_id
@@ -1313,9 +1305,7 @@ BEGIN
                    -- sort keeps the top `cap` alone instead of ordering every
                    -- candidate twice around a window over all of them
                    (pg_catalog.rank() OVER (ORDER BY r.score DESC))::integer,
-                   r.score,
-                   -- no document fields carried (the ranking reads these documents)
-                   NULL::dm_private.memory_type, NULL::timestamptz, NULL::bigint, NULL::text, NULL::integer, NULL::integer, NULL::real, NULL::real, NULL::tsvector, NULL::bigint
+                   r.score
             FROM (SELECT s.document_id, s.subject_id, s.score
                   FROM scored AS s
                   ORDER BY s.score DESC, s.subject_id
@@ -1471,9 +1461,7 @@ BEGIN
                    -- sort keeps the top `cap` alone instead of ordering every
                    -- candidate twice around a window over all of them
                    (pg_catalog.rank() OVER (ORDER BY r.score DESC))::integer,
-                   r.score,
-                   -- no document fields carried (the ranking reads these documents)
-                   NULL::dm_private.memory_type, NULL::timestamptz, NULL::bigint, NULL::text, NULL::integer, NULL::integer, NULL::real, NULL::real, NULL::tsvector, NULL::bigint
+                   r.score
             FROM (SELECT s.document_id, s.subject_id, s.score
                   FROM scored AS s
                   ORDER BY s.score DESC, s.subject_id
@@ -1730,9 +1718,7 @@ BEGIN
                    -- sort keeps the top `cap` alone instead of ordering every
                    -- candidate twice around a window over all of them
                    (pg_catalog.rank() OVER (ORDER BY r.score DESC))::integer,
-                   r.score,
-                   -- no document fields carried (the ranking reads these documents)
-                   NULL::dm_private.memory_type, NULL::timestamptz, NULL::bigint, NULL::text, NULL::integer, NULL::integer, NULL::real, NULL::real, NULL::tsvector, NULL::bigint
+                   r.score
             FROM (SELECT s.document_id, s.subject_id, s.score
                   FROM scored AS s
                   ORDER BY s.score DESC, s.subject_id
@@ -2021,9 +2007,7 @@ BEGIN
                    -- sort keeps the top `cap` alone instead of ordering every
                    -- candidate twice around a window over all of them
                    (pg_catalog.rank() OVER (ORDER BY r.score DESC))::integer,
-                   r.score,
-                   -- no document fields carried (the ranking reads these documents)
-                   NULL::dm_private.memory_type, NULL::timestamptz, NULL::bigint, NULL::text, NULL::integer, NULL::integer, NULL::real, NULL::real, NULL::tsvector, NULL::bigint
+                   r.score
             FROM (SELECT s.document_id, s.subject_id, s.score
                   FROM scored AS s
                   ORDER BY s.score DESC, s.subject_id

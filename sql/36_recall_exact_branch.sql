@@ -125,9 +125,7 @@ BEGIN
         )
         SELECT 'exact'::text, m.document_id, m.subject_id,
                (pg_catalog.rank() OVER (ORDER BY m.phrase_hits DESC))::integer,
-               m.phrase_hits::double precision,
-               -- no document fields carried (the ranking reads these documents)
-               NULL::dm_private.memory_type, NULL::timestamptz, NULL::bigint, NULL::text, NULL::integer, NULL::integer, NULL::real, NULL::real, NULL::tsvector, NULL::bigint
+               m.phrase_hits::double precision
         FROM matched AS m
         WHERE pg_catalog.cardinality(phrases) = 0 OR pg_catalog.cardinality(anchors) > 0 OR m.phrase_hits > 0
         ORDER BY m.phrase_hits DESC, m.subject_id

@@ -386,10 +386,7 @@ BEGIN
             SELECT ARRAY(
                        SELECT ROW('vector', s.document_id, s.subject_id,
                                   (pg_catalog.row_number() OVER (ORDER BY s.distance, s.subject_id))::integer,
-                                  s.distance::double precision,
-                                  -- not carried (a filtered request's path: the
-                                  -- ranking reads these documents)
-                                  NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)::dm_private.recall_branch_hit
+                                  s.distance::double precision)::dm_private.recall_branch_hit
                        FROM scored AS s
                        ORDER BY s.distance, s.subject_id)
             INTO hits;
@@ -526,14 +523,10 @@ BEGIN
                         ORDER BY distance
                         LIMIT prefix),
                     scored AS (
-                        SELECT d.document_id, d.subject_id, n.distance, d.memory_type, d.source_created_at,
-                               d.sequence_number, d.source_group, d.document_version, d.source_version,
-                               d.importance, d.confidence, d.search_vector, d.body_hash
+                        SELECT d.document_id, d.subject_id, n.distance
                         FROM nearest AS n
                         CROSS JOIN LATERAL (
-                            SELECT d.document_id, d.subject_id, d.memory_type, d.source_created_at,
-                                   d.sequence_number, d.source_group, d.document_version, d.source_version,
-                                   d.importance, d.confidence, d.search_vector, d.body_hash
+                            SELECT d.document_id, d.subject_id
                             FROM dm_private.search_documents AS d
                             WHERE d.team_id = team AND d.document_id = n.document_id
                               AND d.document_version = n.document_version
@@ -553,10 +546,7 @@ BEGIN
                     SELECT ARRAY(
                                SELECT ROW('vector', s.document_id, s.subject_id,
                                           (pg_catalog.row_number() OVER (ORDER BY s.distance, s.subject_id))::integer,
-                                          s.distance::double precision,
-                                          s.memory_type, s.source_created_at, s.sequence_number, s.source_group,
-                                          s.document_version, s.source_version, s.importance, s.confidence,
-                                          s.search_vector, s.body_hash)::dm_private.recall_branch_hit
+                                          s.distance::double precision)::dm_private.recall_branch_hit
                                FROM scored AS s
                                ORDER BY s.distance, s.subject_id),
                            (SELECT n.distance FROM nearest AS n OFFSET prefix - 1 LIMIT 1)
@@ -570,9 +560,7 @@ BEGIN
                         ORDER BY distance
                         LIMIT prefix),
                     scored AS (
-                        SELECT d.document_id, d.subject_id, n.distance, d.memory_type, d.source_created_at,
-                               d.sequence_number, d.source_group, d.document_version, d.source_version,
-                               d.importance, d.confidence, d.search_vector, d.body_hash
+                        SELECT d.document_id, d.subject_id, n.distance
                         FROM nearest AS n
                         JOIN dm_private.search_documents AS d ON d.team_id = team AND d.document_id = n.document_id
                         WHERE d.document_version = n.document_version
@@ -598,10 +586,7 @@ BEGIN
                     SELECT ARRAY(
                                SELECT ROW('vector', s.document_id, s.subject_id,
                                           (pg_catalog.row_number() OVER (ORDER BY s.distance, s.subject_id))::integer,
-                                          s.distance::double precision,
-                                          s.memory_type, s.source_created_at, s.sequence_number, s.source_group,
-                                          s.document_version, s.source_version, s.importance, s.confidence,
-                                          s.search_vector, s.body_hash)::dm_private.recall_branch_hit
+                                          s.distance::double precision)::dm_private.recall_branch_hit
                                FROM scored AS s
                                ORDER BY s.distance, s.subject_id),
                            (SELECT n.distance FROM nearest AS n OFFSET prefix - 1 LIMIT 1)
@@ -647,10 +632,7 @@ BEGIN
             SELECT ARRAY(
                        SELECT ROW('vector', s.document_id, s.subject_id,
                                   (pg_catalog.row_number() OVER (ORDER BY s.distance, s.subject_id))::integer,
-                                  s.distance::double precision,
-                                  -- not carried (a filtered request's path: the
-                                  -- ranking reads these documents)
-                                  NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)::dm_private.recall_branch_hit
+                                  s.distance::double precision)::dm_private.recall_branch_hit
                        FROM scored AS s
                        ORDER BY s.distance, s.subject_id)
             INTO hits;
@@ -683,10 +665,7 @@ BEGIN
         -- (about 0.7 M instructions of a 7.8 M call on the 1M bench's large
         -- teams). Same plan, same rows.
         setting := pg_catalog.set_config('plan_cache_mode', 'force_custom_plan', true);
-        SELECT pg_catalog.array_agg(ROW(h.branch, h.document_id, h.evidence_id, h.branch_rank, h.branch_score,
-                                        -- not carried (a team without a walk
-                                        -- function: the ranking reads these documents)
-                                        NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)
+        SELECT pg_catalog.array_agg(ROW(h.branch, h.document_id, h.evidence_id, h.branch_rank, h.branch_score)
                                     ::dm_private.recall_branch_hit ORDER BY h.branch_rank)
         INTO hits
         FROM (
@@ -724,9 +703,8 @@ BEGIN
         setting := pg_catalog.set_config('plan_cache_mode', 'force_generic_plan', true);
     ELSE
         statement := dm_private.recall_vector_sql(team, chosen.contract_id, chosen.dimensions, path);
-        EXECUTE 'SELECT pg_catalog.array_agg(ROW(h.branch, h.document_id, h.evidence_id, h.branch_rank, h.branch_score, '
-                -- not carried (the ranking reads these documents)
-                'NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)::dm_private.recall_branch_hit ORDER BY h.branch_rank) FROM (' || statement || ') AS h'
+        EXECUTE 'SELECT pg_catalog.array_agg(ROW(h.branch, h.document_id, h.evidence_id, h.branch_rank, h.branch_score)'
+                '::dm_private.recall_branch_hit ORDER BY h.branch_rank) FROM (' || statement || ') AS h'
             INTO hits
             USING q, cap, valid_at, known_at, scopes, source_groups, memory_types, created_after, created_before,
                   has_window, window_from, window_to, known_ids, disabled, NULL::bigint;
@@ -851,14 +829,10 @@ AS $walk$
     SELECT ARRAY(
         SELECT ROW('vector', n.document_id, n.subject_id,
                    (pg_catalog.row_number() OVER (ORDER BY n.distance OPERATOR(pg_catalog.+) 0, n.subject_id))::integer,
-                   n.distance, n.memory_type, n.source_created_at, n.sequence_number, n.source_group,
-                   n.document_version, n.source_version, n.importance, n.confidence,
-                   n.search_vector, n.body_hash)::dm_private.recall_branch_hit
+                   n.distance)::dm_private.recall_branch_hit
         FROM (
             SELECT d.document_id, d.subject_id,
-                   ((e.embedding)::public.halfvec(%2$s) OPERATOR(public.<=>) $1) AS distance,
-                   d.memory_type, d.source_created_at, d.sequence_number, d.source_group, d.document_version,
-                   d.source_version, d.importance, d.confidence, d.search_vector, d.body_hash
+                   ((e.embedding)::public.halfvec(%2$s) OPERATOR(public.<=>) $1) AS distance
             FROM dm_private.document_embeddings AS e
             JOIN dm_private.search_documents AS d ON d.team_id = e.team_id AND d.document_id = e.document_id
             WHERE e.team_id = %3$L::uuid AND e.contract_id = %4$s AND d.team_id = %3$L::uuid

@@ -16,13 +16,6 @@
 -- Pure function of its input: a DBA can call it on hand-made hits (of the
 -- branches fulltext, vector and exact; any other branch name is 22023).
 --
--- The document fields a branch carried with its hit (session 14:
--- memory_type .. body_hash, read with the branch's eligibility test; only
--- the vector branch carries them, so an evidence has at most one hit with
--- them and any_value, which skips NULLs, returns that hit's fields) leave
--- fusion with the candidate, for dm_private.recall_rank to score without
--- reading the document again.
---
 -- Fusion in two parts (session 13): dm_private.recall_fuse_ordered groups,
 -- orders and cuts (the one definition of fusion), and
 -- dm_private.recall_fuse_normalised fills in the RRF relevance and position
@@ -99,16 +92,6 @@ BEGIN
         -- reported whatever its position.
         WITH per_evidence AS (
             SELECT h.evidence_id, pg_catalog.any_value(h.document_id) AS document_id,
-                   pg_catalog.any_value(h.memory_type) AS memory_type,
-                   pg_catalog.any_value(h.source_created_at) AS source_created_at,
-                   pg_catalog.any_value(h.sequence_number) AS sequence_number,
-                   pg_catalog.any_value(h.source_group) AS source_group,
-                   pg_catalog.any_value(h.document_version) AS document_version,
-                   pg_catalog.any_value(h.source_version) AS source_version,
-                   pg_catalog.any_value(h.importance) AS importance,
-                   pg_catalog.any_value(h.confidence) AS confidence,
-                   pg_catalog.any_value(h.search_vector) AS search_vector,
-                   pg_catalog.any_value(h.body_hash) AS body_hash,
                    pg_catalog.min(h.branch_rank) FILTER (WHERE h.branch = 'fulltext') AS fulltext_rank,
                    pg_catalog.min(h.branch_rank) FILTER (WHERE h.branch = 'vector') AS vector_rank,
                    pg_catalog.min(h.branch_rank) FILTER (WHERE h.branch = 'exact') AS exact_rank,
@@ -136,9 +119,7 @@ BEGIN
                    o.document_id, o.evidence_id,
                    (o.total - o.position + 1)::double precision / o.total,
                    (o.total - o.position + 1)::double precision / o.total,
-                   o.fulltext_rank::integer, o.vector_rank::integer, o.exact_rank::integer, o.position::integer,
-                   o.memory_type, o.source_created_at, o.sequence_number, o.source_group, o.document_version,
-                   o.source_version, o.importance, o.confidence, o.search_vector, o.body_hash
+                   o.fulltext_rank::integer, o.vector_rank::integer, o.exact_rank::integer, o.position::integer
                )::dm_private.recall_fused) FILTER (WHERE o.position <= cap),
                pg_catalog.bool_or(o.unknown_branch)
         INTO fused, unknown_branch
@@ -157,24 +138,12 @@ BEGIN
         -- each comparison to the sort's tie-break: +0.4 M.)
         SELECT pg_catalog.array_agg(ROW(
                    o.document_id, o.evidence_id, o.rrf, NULL::double precision,
-                   o.fulltext_rank::integer, o.vector_rank::integer, o.exact_rank::integer, NULL::integer,
-                   o.memory_type, o.source_created_at, o.sequence_number, o.source_group, o.document_version,
-                   o.source_version, o.importance, o.confidence, o.search_vector, o.body_hash
+                   o.fulltext_rank::integer, o.vector_rank::integer, o.exact_rank::integer, NULL::integer
                )::dm_private.recall_fused),
                pg_catalog.bool_or(o.unknown_branch), pg_catalog.max(o.rrf), pg_catalog.min(o.rrf)
         INTO fused, unknown_branch, best_score, worst_score
         FROM (
             SELECT h.evidence_id, pg_catalog.any_value(h.document_id) AS document_id,
-                   pg_catalog.any_value(h.memory_type) AS memory_type,
-                   pg_catalog.any_value(h.source_created_at) AS source_created_at,
-                   pg_catalog.any_value(h.sequence_number) AS sequence_number,
-                   pg_catalog.any_value(h.source_group) AS source_group,
-                   pg_catalog.any_value(h.document_version) AS document_version,
-                   pg_catalog.any_value(h.source_version) AS source_version,
-                   pg_catalog.any_value(h.importance) AS importance,
-                   pg_catalog.any_value(h.confidence) AS confidence,
-                   pg_catalog.any_value(h.search_vector) AS search_vector,
-                   pg_catalog.any_value(h.body_hash) AS body_hash,
                    pg_catalog.min(h.branch_rank) FILTER (WHERE h.branch = 'fulltext') AS fulltext_rank,
                    pg_catalog.min(h.branch_rank) FILTER (WHERE h.branch = 'vector') AS vector_rank,
                    pg_catalog.min(h.branch_rank) FILTER (WHERE h.branch = 'exact') AS exact_rank,
@@ -238,14 +207,11 @@ AS $$
                COALESCE(f.relevance,
                         CASE WHEN best_score = worst_score THEN 1.0
                              ELSE (f.fused_score - worst_score) / (best_score - worst_score) END),
-               f.fulltext_rank, f.vector_rank, f.exact_rank, COALESCE(f.fusion_rank, f.position::integer),
-               f.memory_type, f.source_created_at, f.sequence_number, f.source_group, f.document_version,
-               f.source_version, f.importance, f.confidence, f.search_vector, f.body_hash
+               f.fulltext_rank, f.vector_rank, f.exact_rank, COALESCE(f.fusion_rank, f.position::integer)
            )::dm_private.recall_fused ORDER BY f.position), '{}')
     FROM pg_catalog.unnest(fused) WITH ORDINALITY
         AS f (document_id, evidence_id, fused_score, relevance, fulltext_rank, vector_rank, exact_rank, fusion_rank,
-              memory_type, source_created_at, sequence_number, source_group, document_version, source_version,
-              importance, confidence, search_vector, body_hash, position)
+              position)
 $$;
 COMMENT ON FUNCTION dm_private.recall_fuse_normalised(dm_private.recall_fused [], double precision, double precision) IS
 'The fusion core''s rows completed: relevance missing = min-max of fused_score between best_score and worst_score (1 when equal), fusion_rank missing = position in the array.';

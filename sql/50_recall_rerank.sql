@@ -59,33 +59,9 @@
 -- inline text gave: the same expressions, the same values, the same
 -- generic plan (tests/python/test_recall_rank_scores_inlined.py checks
 -- that it is inlined). The arguments are recall_rank's per-call constants.
--- Session 14: the document fields a branch carried with a candidate
--- (dm_private.recall_fused's memory_type .. body_hash, document_version set)
--- are scored as they are: such a candidate's document is not read again
--- (the vector branch read that row to test its eligibility in the same
--- recall: 65 of the bench's 100 probes per call). read_documents (the
--- scored rows are returned, or a phrase signal is computed: they need the
--- body) reads every candidate's document as before; a candidate without
--- carried fields is always read. Why the
--- rank's own tests are not needed for a carried candidate: the vector
--- branch emitted it only for the row it read with team_id = the team,
--- subject_id = the evidence (its evidence_id is that subject_id),
--- subject_kind = 'evidence' and policy_labels <@ the session's scopes (the
--- same densemem.scopes setting this function reads), among its other
--- eligibility tests; a list made by hand that carries fields is ranked on
--- its own values and no document is read for it (the rank returns only ids
--- it was given; MMR reads vectors inside the team, as before).
--- tests/python/test_recall_rank_carried.py checks both forms give the same
--- answers and that an ineligible document never reaches the ranking.
-DROP FUNCTION IF EXISTS dm_private.recall_rank_scores(
-    uuid, dm_private.recall_fused [], double precision, double precision, boolean, text [],
-    timestamp with time zone, jsonb, double precision, double precision, double precision, double precision,
-    double precision, text [], tsquery, double precision, double precision, double precision, double precision,
-    double precision, double precision, double precision, boolean, jsonb, double precision, double precision,
-    double precision, double precision, double precision, double precision, double precision, double precision);
 CREATE OR REPLACE FUNCTION dm_private.recall_rank_scores(
     team uuid, fused dm_private.recall_fused [], fused_best double precision, fused_worst double precision,
-    with_rows boolean, read_documents boolean, scopes text [], clock timestamp with time zone, half_lives jsonb,
+    with_rows boolean, scopes text [], clock timestamp with time zone, half_lives jsonb,
     hl_conversation double precision, hl_workflow double precision, hl_episodic double precision,
     hl_semantic double precision, hl_organizational double precision, scan_phrases text [], exact_q tsquery,
     mix_fusion double precision, mix_phrase double precision, mix_exact double precision,
@@ -94,7 +70,7 @@ CREATE OR REPLACE FUNCTION dm_private.recall_rank_scores(
     w_rec double precision, w_imp double precision, w_frq double precision, w_prx double precision,
     w_conf double precision, support_none double precision, temporal_none double precision)
 RETURNS TABLE (document_id uuid, evidence_id uuid, source_group text, sequence_number bigint,
-    document_version integer, source_version integer, body_hash bigint, relevance double precision,
+    document_version integer, source_version integer, body text, relevance double precision,
     score double precision, detail dm_private.recall_scored)
 LANGUAGE sql
 STABLE
@@ -103,7 +79,7 @@ AS $$
     -- MMR read, and the other signals packed in one value, only when the
     -- scored rows are returned (score and score_rank are set afterwards)
     SELECT s.document_id, s.evidence_id, s.source_group, s.sequence_number,
-           s.document_version, s.source_version, s.body_hash, s.relevance,
+           s.document_version, s.source_version, s.body, s.relevance,
            w_rel * s.relevance + w_rec * s.recency + w_imp * s.importance + w_frq * s.frequency
            + w_prx * s.proximity + w_conf * s.confidence
            + support_none * s.relevance
@@ -156,9 +132,14 @@ AS $$
                CASE WHEN with_rows THEN a.exact_terms END AS exact_terms,
                COALESCE(NULL::double precision, 0.0) AS temporal,
                a.body_bytes,
-               a.body_hash,
+               a.body,
                a.body_key
         FROM (
+            -- the fused candidates joined with their documents by primary key
+            -- (team_id, document_id): without the temporal CTE nothing else
+            -- reads the documents, so they are neither collected by one
+            -- array-key scan nor materialized and hashed for the join.
+            -- Every expression is the full statement's (features, anchored).
             SELECT u.document_id, u.evidence_id,
                    COALESCE(u.relevance,
                             CASE WHEN fused_best = fused_worst THEN 1.0
@@ -169,77 +150,45 @@ AS $$
                    CASE WHEN with_rows THEN u.vector_rank END AS vector_rank,
                    CASE WHEN with_rows THEN u.exact_rank END AS exact_rank,
                    CASE WHEN with_rows THEN u.fusion_rank END AS fusion_rank,
-                   -- a candidate's fields as its branch carried them, or as its
-                   -- document holds them when it was read (x.document_id set)
-                   CASE WHEN x.document_id IS NULL THEN u.memory_type ELSE x.memory_type END AS memory_type,
-                   CASE WHEN x.document_id IS NULL THEN u.source_created_at ELSE x.source_created_at END
-                       AS source_created_at,
-                   CASE WHEN x.document_id IS NULL THEN u.sequence_number ELSE x.sequence_number END
-                       AS sequence_number,
-                   CASE WHEN x.document_id IS NULL THEN u.source_group ELSE x.source_group END AS source_group,
-                   CASE WHEN x.document_id IS NULL THEN u.document_version ELSE x.document_version END
-                       AS document_version,
-                   CASE WHEN x.document_id IS NULL THEN u.source_version ELSE x.source_version END AS source_version,
-                   COALESCE(CASE WHEN x.document_id IS NULL THEN u.importance ELSE x.importance END, 0.5)
-                       ::double precision AS importance,
-                   COALESCE(CASE WHEN x.document_id IS NULL THEN u.confidence ELSE x.confidence END, 1.0)
-                       ::double precision AS confidence,
-                   CASE CASE WHEN x.document_id IS NULL THEN u.memory_type ELSE x.memory_type END
+                   x.memory_type, x.source_created_at, x.sequence_number, x.source_group,
+                   x.document_version, x.source_version,
+                   COALESCE(x.importance, 0.5)::double precision AS importance,
+                   COALESCE(x.confidence, 1.0)::double precision AS confidence,
+                   CASE x.memory_type
                        WHEN 'conversation' THEN hl_conversation
                        WHEN 'workflow' THEN hl_workflow
                        WHEN 'episodic' THEN hl_episodic
                        WHEN 'semantic' THEN hl_semantic
                        WHEN 'organizational' THEN hl_organizational
-                       ELSE (half_lives ->> (CASE WHEN x.document_id IS NULL THEN u.memory_type
-                                                  ELSE x.memory_type END)::text)::double precision
+                       ELSE (half_lives ->> x.memory_type::text)::double precision
                    END AS half_life,
-                   -- (no phrase to scan unless the document was read)
                    CASE WHEN pg_catalog.cardinality(scan_phrases) = 0 THEN 0 ELSE
                        (SELECT pg_catalog.count(*) FROM pg_catalog.unnest(scan_phrases) AS p (phrase)
                         WHERE pg_catalog.strpos(pg_catalog.lower(x.body), p.phrase) > 0)::double precision
                        / pg_catalog.cardinality(scan_phrases) END AS phrase,
-                   CASE WHEN exact_q IS NOT NULL
-                             AND CASE WHEN x.document_id IS NULL THEN u.search_vector ELSE x.search_vector END
-                                 @@ exact_q
-                        THEN 1 ELSE 0 END AS exact_terms,
+                   CASE WHEN exact_q IS NOT NULL AND x.search_vector @@ exact_q THEN 1 ELSE 0 END AS exact_terms,
                    CASE WHEN mix_content > 0
-                        THEN LEAST(1.0, pg_catalog.length(CASE WHEN x.document_id IS NULL THEN u.search_vector
-                                                               ELSE x.search_vector END) / content_pivot)
-                        ELSE 0 END AS content,
-                   -- shown only in the scored rows, which read every document
+                        THEN LEAST(1.0, pg_catalog.length(x.search_vector) / content_pivot) ELSE 0 END AS content,
                    pg_catalog.octet_length(x.body) AS body_bytes,
-                   CASE WHEN x.document_id IS NULL THEN u.body_hash ELSE x.body_hash END AS body_hash,
+                   x.body,  -- hashed after the pool's cut (below)
                    CASE WHEN with_rows THEN pg_catalog.md5(x.body) END AS body_key
             -- the fused composites as columns of a function scan (session 13):
             -- each composite is split once into the tuplestore's row, where
             -- unnest in a select list (session 10) left a field selection per
-            -- use, each deforming the composite again
+            -- use, each deforming the composite again (0.1 M instructions per
+            -- bench call; the function scan costs 0.06 M of that back)
             FROM pg_catalog.unnest(fused) AS u
-            -- a candidate's document, read only when it carries no fields or
-            -- the body is needed (the gate is a one-time filter of the probe:
-            -- a carried candidate costs no index scan)
-            LEFT JOIN LATERAL (
-                SELECT x.document_id, x.memory_type, x.source_created_at, x.sequence_number, x.source_group,
-                       x.document_version, x.source_version, x.importance, x.confidence, x.search_vector, x.body,
-                       x.body_hash
-                FROM dm_private.search_documents AS x
-                -- by the document's id: the hash index of migration 0072 (one
-                -- bucket page per candidate instead of a B-tree descent comparing
-                -- two uuids per step: 0.7 M instructions less per ranking call,
-                -- session 11), the team test on the row it returns. Not the
-                -- subject key's uuid, enum and uuid (the subject test, IS TRUE,
-                -- is a filter: not an index condition)
-                WHERE (read_documents OR u.document_version IS NULL)
-                  AND x.team_id = team AND x.document_id = u.document_id
-                  AND (x.subject_id = u.evidence_id) IS TRUE
-                  AND x.subject_kind = 'evidence'
-                  AND x.policy_labels <@ scopes
-                -- OFFSET 0: the gate stays a one-time filter of this probe
-                OFFSET 0
-            ) AS x ON true
-            -- a candidate read and not found (no such document, another
-            -- subject, policy) is dropped, as the inner join dropped it
-            WHERE x.document_id IS NOT NULL OR (NOT read_documents AND u.document_version IS NOT NULL)
+            JOIN dm_private.search_documents AS x
+              -- by the document's id: the hash index of migration 0072 (one
+              -- bucket page per candidate instead of a B-tree descent comparing
+              -- two uuids per step: 0.7 M instructions less per ranking call,
+              -- session 11), the team test on the row it returns. Not the
+              -- subject key's uuid, enum and uuid (the subject test, IS TRUE,
+              -- is a filter: not an index condition)
+              ON x.team_id = team AND x.document_id = u.document_id
+             AND (x.subject_id = u.evidence_id) IS TRUE
+            WHERE x.subject_kind = 'evidence'
+              AND x.policy_labels <@ scopes
         ) AS a
         -- OFFSET 0 keeps this a subquery of its own: pulled up, each
         -- signal's expression was copied to every place that reads it
@@ -247,27 +196,27 @@ AS $$
     ) AS s
 $$;
 COMMENT ON FUNCTION dm_private.recall_rank_scores(
-    uuid, dm_private.recall_fused [], double precision, double precision, boolean, boolean, text [],
+    uuid, dm_private.recall_fused [], double precision, double precision, boolean, text [],
     timestamp with time zone, jsonb, double precision, double precision, double precision, double precision,
     double precision, text [], tsquery, double precision, double precision, double precision, double precision,
     double precision, double precision, double precision, boolean, jsonb, double precision, double precision,
     double precision, double precision, double precision, double precision, double precision, double precision) IS
 'The candidates of dm_private.recall_rank''s plain statements without a temporal intent, scored before the neighbouring-turn lift: the one definition both of its statements (with and without the lift''s window) inline. Only recall_rank (the searcher) executes it.';
 ALTER FUNCTION dm_private.recall_rank_scores(
-    uuid, dm_private.recall_fused [], double precision, double precision, boolean, boolean, text [],
+    uuid, dm_private.recall_fused [], double precision, double precision, boolean, text [],
     timestamp with time zone, jsonb, double precision, double precision, double precision, double precision,
     double precision, text [], tsquery, double precision, double precision, double precision, double precision,
     double precision, double precision, double precision, boolean, jsonb, double precision, double precision,
     double precision, double precision, double precision, double precision, double precision, double precision)
 OWNER TO densemem_owner;
 REVOKE ALL ON FUNCTION dm_private.recall_rank_scores(
-    uuid, dm_private.recall_fused [], double precision, double precision, boolean, boolean, text [],
+    uuid, dm_private.recall_fused [], double precision, double precision, boolean, text [],
     timestamp with time zone, jsonb, double precision, double precision, double precision, double precision,
     double precision, text [], tsquery, double precision, double precision, double precision, double precision,
     double precision, double precision, double precision, boolean, jsonb, double precision, double precision,
     double precision, double precision, double precision, double precision, double precision, double precision) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION dm_private.recall_rank_scores(
-    uuid, dm_private.recall_fused [], double precision, double precision, boolean, boolean, text [],
+    uuid, dm_private.recall_fused [], double precision, double precision, boolean, text [],
     timestamp with time zone, jsonb, double precision, double precision, double precision, double precision,
     double precision, text [], tsquery, double precision, double precision, double precision, double precision,
     double precision, double precision, double precision, boolean, jsonb, double precision, double precision,
@@ -399,9 +348,6 @@ DECLARE
     plain boolean;
     -- the lift's window can lift a candidate (a grouped evidence in the team)
     regroup boolean;
-    -- the plain statements read every candidate's document, not only those
-    -- without carried fields (a signal or a column that needs the text)
-    read_documents boolean;
     n integer;
     ids uuid [];
     doc_ids uuid [];
@@ -490,10 +436,6 @@ BEGIN
     IF with_rows OR mix_exact <> 0 THEN
         exact_q := all_q;
     END IF;
-    -- the body is needed for the scored rows (body_bytes, body_key) and for
-    -- a phrase signal; otherwise a candidate whose fields a branch carried
-    -- (its tsvector among them) is scored from them (session 14)
-    read_documents := with_rows OR pg_catalog.cardinality(scan_phrases) > 0;
     IF with_context THEN
         -- as recall_run gated sql/52: the stage runs only for a weight above
         -- 0, and refuses one above 1
@@ -598,7 +540,7 @@ BEGIN
                                s.score + lift_none
                            ELSE s.score END AS final_score
                     FROM dm_private.recall_rank_scores(
-                           team, fused, fused_best, fused_worst, with_rows, read_documents, scopes, clock, half_lives, hl_conversation,
+                           team, fused, fused_best, fused_worst, with_rows, scopes, clock, half_lives, hl_conversation,
                            hl_workflow, hl_episodic, hl_semantic, hl_organizational, scan_phrases, exact_q, mix_fusion,
                            mix_phrase, mix_exact, mix_content, mix_total, content_pivot, plain_frequency, with_hops,
                            hops, w_rel, w_rec, w_imp, w_frq, w_prx, w_conf, support_none, temporal_none) AS s
@@ -609,7 +551,7 @@ BEGIN
                 -- 100 bodies were hashed for the 20 or 30 MMR reads)
                 SELECT pg_catalog.array_agg(o.evidence_id), pg_catalog.array_agg(o.document_id),
                        pg_catalog.array_agg(o.final_score::double precision),
-                       pg_catalog.array_agg(o.body_hash),
+                       pg_catalog.array_agg(pg_catalog.hashtextextended(o.body, 0)),
                        pg_catalog.array_agg(o.document_version), pg_catalog.array_agg(o.source_version),
                        pg_catalog.array_agg(o.detail) FILTER (WHERE with_rows)
                 INTO ids, doc_ids, scores, keys, doc_versions, source_versions, scored
@@ -617,7 +559,7 @@ BEGIN
                     -- in score order (ties by evidence_id); an aggregate over an ordered
                     -- subquery with nothing between keeps that order. Without the scored
                     -- rows, only the pool leaves the sort (a bounded sort).
-                    SELECT l.evidence_id, l.document_id, l.final_score, l.body_hash, l.document_version,
+                    SELECT l.evidence_id, l.document_id, l.final_score, l.body, l.document_version,
                            l.source_version, l.detail
                     FROM lifted AS l
                     ORDER BY l.final_score DESC, l.evidence_id
@@ -627,7 +569,7 @@ BEGIN
                 WITH scored_rows AS (
                     SELECT s.*
                     FROM dm_private.recall_rank_scores(
-                           team, fused, fused_best, fused_worst, with_rows, read_documents, scopes, clock, half_lives, hl_conversation,
+                           team, fused, fused_best, fused_worst, with_rows, scopes, clock, half_lives, hl_conversation,
                            hl_workflow, hl_episodic, hl_semantic, hl_organizational, scan_phrases, exact_q, mix_fusion,
                            mix_phrase, mix_exact, mix_content, mix_total, content_pivot, plain_frequency, with_hops,
                            hops, w_rel, w_rec, w_imp, w_frq, w_prx, w_conf, support_none, temporal_none) AS s
@@ -668,7 +610,7 @@ BEGIN
                 -- 100 bodies were hashed for the 20 or 30 MMR reads)
                 SELECT pg_catalog.array_agg(o.evidence_id), pg_catalog.array_agg(o.document_id),
                        pg_catalog.array_agg(o.final_score::double precision),
-                       pg_catalog.array_agg(o.body_hash),
+                       pg_catalog.array_agg(pg_catalog.hashtextextended(o.body, 0)),
                        pg_catalog.array_agg(o.document_version), pg_catalog.array_agg(o.source_version),
                        pg_catalog.array_agg(o.detail) FILTER (WHERE with_rows)
                 INTO ids, doc_ids, scores, keys, doc_versions, source_versions, scored
@@ -676,7 +618,7 @@ BEGIN
                     -- in score order (ties by evidence_id); an aggregate over an ordered
                     -- subquery with nothing between keeps that order. Without the scored
                     -- rows, only the pool leaves the sort (a bounded sort).
-                    SELECT l.evidence_id, l.document_id, l.final_score, l.body_hash, l.document_version,
+                    SELECT l.evidence_id, l.document_id, l.final_score, l.body, l.document_version,
                            l.source_version, l.detail
                     FROM lifted AS l
                     ORDER BY l.final_score DESC, l.evidence_id
