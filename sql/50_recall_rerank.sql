@@ -348,6 +348,9 @@ DECLARE
     plain boolean;
     -- the lift's window can lift a candidate (a grouped evidence in the team)
     regroup boolean;
+    -- the plain statements without a temporal intent read the pool's vectors
+    -- themselves (session 14)
+    pool_read boolean := false;
     n integer;
     ids uuid [];
     doc_ids uuid [];
@@ -514,7 +517,7 @@ BEGIN
                                  AND x.source_group IS NOT NULL AND x.sequence_number IS NOT NULL)
     INTO plain, regroup;
 
-    IF plain THEN
+    IF plain AND NOT (with_rows AND intent IS NULL) THEN
         -- the plain statements' constant signals and terms (their former
         -- per-row expressions: no usage counts, no support, and without a
         -- temporal intent no temporal signal)
@@ -528,6 +531,7 @@ BEGIN
         -- (the signals they feed are the same expressions over NULLs: the
         -- same values); without a temporal intent no temporal signal either
         IF intent IS NULL THEN
+            pool_read := true;
             IF NOT regroup THEN
                 -- no evidence of the team has both a source group and a sequence
                 -- number (or no lift is asked): every candidate gets the lift of
@@ -553,18 +557,31 @@ BEGIN
                        pg_catalog.array_agg(o.final_score::double precision),
                        pg_catalog.array_agg(pg_catalog.hashtextextended(o.body, 0)),
                        pg_catalog.array_agg(o.document_version), pg_catalog.array_agg(o.source_version),
-                       pg_catalog.array_agg(o.detail) FILTER (WHERE with_rows)
-                INTO ids, doc_ids, scores, keys, doc_versions, source_versions, scored
+                       pg_catalog.array_agg(v.embedding), pg_catalog.bool_and(v.embedding IS NOT NULL)
+                INTO ids, doc_ids, scores, keys, doc_versions, source_versions, emb, complete
                 FROM (
                     -- in score order (ties by evidence_id); an aggregate over an ordered
                     -- subquery with nothing between keeps that order. Without the scored
                     -- rows, only the pool leaves the sort (a bounded sort).
                     SELECT l.evidence_id, l.document_id, l.final_score, l.body, l.document_version,
-                           l.source_version, l.detail
+                           l.source_version
                     FROM lifted AS l
                     ORDER BY l.final_score DESC, l.evidence_id
-                    LIMIT CASE WHEN with_rows THEN NULL ELSE pool_n END
-                ) AS o;
+                    LIMIT pool_n
+                ) AS o
+                -- the pool's current vectors, read here for the rows leaving
+                -- the sort (MMR's pool; below)
+                LEFT JOIN LATERAL (
+                    SELECT e.embedding
+                    FROM dm_private.document_embeddings AS e
+                    WHERE e.team_id = team AND e.document_id = o.document_id
+                      AND e.contract_id = (SELECT c.contract_id FROM dm_private.embedding_contracts AS c
+                                           WHERE c.is_active)
+                      AND e.document_version = o.document_version AND e.source_version = o.source_version
+                    -- a probe per pool row, in the pool's order (the aggregates
+                    -- read the rows as the nested loop returns them)
+                    OFFSET 0
+                ) AS v ON true;
             ELSE
                 WITH scored_rows AS (
                     SELECT s.*
@@ -612,18 +629,31 @@ BEGIN
                        pg_catalog.array_agg(o.final_score::double precision),
                        pg_catalog.array_agg(pg_catalog.hashtextextended(o.body, 0)),
                        pg_catalog.array_agg(o.document_version), pg_catalog.array_agg(o.source_version),
-                       pg_catalog.array_agg(o.detail) FILTER (WHERE with_rows)
-                INTO ids, doc_ids, scores, keys, doc_versions, source_versions, scored
+                       pg_catalog.array_agg(v.embedding), pg_catalog.bool_and(v.embedding IS NOT NULL)
+                INTO ids, doc_ids, scores, keys, doc_versions, source_versions, emb, complete
                 FROM (
                     -- in score order (ties by evidence_id); an aggregate over an ordered
                     -- subquery with nothing between keeps that order. Without the scored
                     -- rows, only the pool leaves the sort (a bounded sort).
                     SELECT l.evidence_id, l.document_id, l.final_score, l.body, l.document_version,
-                           l.source_version, l.detail
+                           l.source_version
                     FROM lifted AS l
                     ORDER BY l.final_score DESC, l.evidence_id
-                    LIMIT CASE WHEN with_rows THEN NULL ELSE pool_n END
-                ) AS o;
+                    LIMIT pool_n
+                ) AS o
+                -- the pool's current vectors, read here for the rows leaving
+                -- the sort (MMR's pool; below)
+                LEFT JOIN LATERAL (
+                    SELECT e.embedding
+                    FROM dm_private.document_embeddings AS e
+                    WHERE e.team_id = team AND e.document_id = o.document_id
+                      AND e.contract_id = (SELECT c.contract_id FROM dm_private.embedding_contracts AS c
+                                           WHERE c.is_active)
+                      AND e.document_version = o.document_version AND e.source_version = o.source_version
+                    -- a probe per pool row, in the pool's order (the aggregates
+                    -- read the rows as the nested loop returns them)
+                    OFFSET 0
+                ) AS v ON true;
             END IF;
         ELSE
             -- a temporal intent: the temporal signal is a window over the
@@ -1047,17 +1077,28 @@ BEGIN
     -- pool's positions 1..n (the candidates standing before the collapse):
     -- two statements fewer per call
     best_score := GREATEST(scores[1], 1e-9);
-    SELECT pg_catalog.array_agg(e.embedding ORDER BY p.ord), pg_catalog.bool_and(e.embedding IS NOT NULL),
-           pg_catalog.array_agg(lambda * p.score / best_score ORDER BY p.ord),
-           pg_catalog.array_agg(p.ord::integer ORDER BY p.ord)
-    INTO emb, complete, rel, cand
-    FROM ROWS FROM (pg_catalog.unnest(doc_ids[1:n]), pg_catalog.unnest(doc_versions[1:n]),
-                    pg_catalog.unnest(source_versions[1:n]), pg_catalog.unnest(scores[1:n]))
-             WITH ORDINALITY AS p (document_id, document_version, source_version, score, ord)
-    LEFT JOIN dm_private.document_embeddings AS e
-           ON e.team_id = team AND e.document_id = p.document_id
-          AND e.contract_id = (SELECT c.contract_id FROM dm_private.embedding_contracts AS c WHERE c.is_active)
-          AND e.document_version = p.document_version AND e.source_version = p.source_version;
+    IF pool_read THEN
+        -- the scoring statement read the vectors (its rows are the pool:
+        -- without the scored rows it returns pool_n rows at most); the
+        -- relevance terms with the statement's expression below, the
+        -- positions 1..n as an expression
+        FOR i IN 1 .. n LOOP
+            rel[i] := lambda * scores[i] / best_score;
+        END LOOP;
+        cand := pg_catalog.array_positions(pg_catalog.array_fill(true, ARRAY[n]), true);
+    ELSE
+        SELECT pg_catalog.array_agg(e.embedding ORDER BY p.ord), pg_catalog.bool_and(e.embedding IS NOT NULL),
+               pg_catalog.array_agg(lambda * p.score / best_score ORDER BY p.ord),
+               pg_catalog.array_agg(p.ord::integer ORDER BY p.ord)
+        INTO emb, complete, rel, cand
+        FROM ROWS FROM (pg_catalog.unnest(doc_ids[1:n]), pg_catalog.unnest(doc_versions[1:n]),
+                        pg_catalog.unnest(source_versions[1:n]), pg_catalog.unnest(scores[1:n]))
+                 WITH ORDINALITY AS p (document_id, document_version, source_version, score, ord)
+        LEFT JOIN dm_private.document_embeddings AS e
+               ON e.team_id = team AND e.document_id = p.document_id
+              AND e.contract_id = (SELECT c.contract_id FROM dm_private.embedding_contracts AS c WHERE c.is_active)
+              AND e.document_version = p.document_version AND e.source_version = p.source_version;
+    END IF;
     IF NOT complete THEN
         SELECT pg_catalog.array_agg(pg_catalog.left(d.body, 500) ORDER BY p.ord)
         INTO heads
