@@ -227,7 +227,8 @@ GRANT EXECUTE ON FUNCTION dm_private.recall_rank_scores(
 --     text signals, byte size and duplicate key are computed: the
 --     materialized rows hold no body and no tsvector;
 --   * the pool's vectors are read by primary key with the versions the
---     scoring statement already read (no second read of search_documents);
+--     scoring statement already read (no second read of search_documents;
+--     on the hot path by the scoring statement itself, session 14);
 --   * the similarity of every pair of pool members (the expression of
 --     recall_similarity_matrix and recall_mmr) is computed once, in one
 --     statement, together with the list of duplicate pairs; the collapse
@@ -501,6 +502,13 @@ BEGIN
                                  AND x.source_group IS NOT NULL AND x.sequence_number IS NOT NULL)
     INTO plain, regroup;
 
+    -- The scored rows (explain, recall_rerank) without a temporal intent are
+    -- the full statement's (its usage, support and temporal terms are the
+    -- plain statements' constants over no rows: the same values; the
+    -- captured explain and rerank outputs are identical), so the plain
+    -- statements below serve only the hot path (session 14): they carry no
+    -- explain-only column (dm_private.recall_rank_scores) and return the
+    -- MMR pool with its vectors.
     IF plain AND NOT (with_rows AND intent IS NULL) THEN
         -- the plain statements' constant signals and terms (their former
         -- per-row expressions: no usage counts, no support, and without a
@@ -515,6 +523,7 @@ BEGIN
         -- (the signals they feed are the same expressions over NULLs: the
         -- same values); without a temporal intent no temporal signal either
         IF intent IS NULL THEN
+            -- (the statements below read the pool's vectors too)
             pool_read := true;
             IF NOT regroup THEN
                 -- no evidence of the team has both a source group and a sequence
@@ -553,8 +562,14 @@ BEGIN
                     ORDER BY l.final_score DESC, l.evidence_id
                     LIMIT pool_n
                 ) AS o
-                -- the pool's current vectors, read here for the rows leaving
-                -- the sort (MMR's pool; below)
+                -- the pool's current vectors (MMR's, below; recall_pool_vectors'
+                -- rule: of the active contract and of the document and source
+                -- versions this statement read), by primary key, for the rows
+                -- leaving the bounded sort, which are the pool (session 14:
+                -- the separate statement that read them paid its own start-up,
+                -- a ROWS FROM tuplestore of the pool's ids and versions and the
+                -- copy of its result out of SPI, about 0.25 M instructions of
+                -- its 0.53 M; the probes stay)
                 LEFT JOIN LATERAL (
                     SELECT e.embedding
                     FROM dm_private.document_embeddings AS e
@@ -625,8 +640,14 @@ BEGIN
                     ORDER BY l.final_score DESC, l.evidence_id
                     LIMIT pool_n
                 ) AS o
-                -- the pool's current vectors, read here for the rows leaving
-                -- the sort (MMR's pool; below)
+                -- the pool's current vectors (MMR's, below; recall_pool_vectors'
+                -- rule: of the active contract and of the document and source
+                -- versions this statement read), by primary key, for the rows
+                -- leaving the bounded sort, which are the pool (session 14:
+                -- the separate statement that read them paid its own start-up,
+                -- a ROWS FROM tuplestore of the pool's ids and versions and the
+                -- copy of its result out of SPI, about 0.25 M instructions of
+                -- its 0.53 M; the probes stay)
                 LEFT JOIN LATERAL (
                     SELECT e.embedding
                     FROM dm_private.document_embeddings AS e
@@ -1063,9 +1084,10 @@ BEGIN
     best_score := GREATEST(scores[1], 1e-9);
     IF pool_read THEN
         -- the scoring statement read the vectors (its rows are the pool:
-        -- without the scored rows it returns pool_n rows at most); the
-        -- relevance terms with the statement's expression below, the
-        -- positions 1..n as an expression
+        -- it returns pool_n rows at most, so n is their count); each
+        -- member's relevance term with the expression of the statement
+        -- below (the same operations: the same value), the positions 1..n
+        -- as an expression (array_positions of n trues), not a statement
         FOR i IN 1 .. n LOOP
             rel[i] := lambda * scores[i] / best_score;
         END LOOP;
