@@ -291,7 +291,14 @@ BEGIN
     has_window := COALESCE((req ->> 'has_window')::boolean, false);
     window_from := (req ->> 'window_from')::timestamptz;
     window_to := (req ->> 'window_to')::timestamptz;
-    scopes := dm_private.authenticated_scopes();
+    -- dm_private.authenticated_scopes()'s expression (an assignment, where
+    -- the call ran that SQL function's statement through the executor)
+    scopes := COALESCE(
+        pg_catalog.array_remove(
+            pg_catalog.string_to_array(
+                pg_catalog.replace(COALESCE(pg_catalog.current_setting('densemem.scopes', true), ''), ' ', ''), ','),
+            ''),
+        '{}'::text []);
     filtered := source_groups IS NOT NULL OR memory_types IS NOT NULL
                 OR created_after IS NOT NULL OR created_before IS NOT NULL OR has_window;
     -- A filtered request on a team with its own HNSW index (the default
@@ -416,22 +423,30 @@ BEGIN
                               (settings #>> '{index,hnsw,ef_search}')::integer, 200), cap)::text, true);
         setting := pg_catalog.set_config('hnsw.max_scan_tuples',
             COALESCE((settings #>> '{index,hnsw,max_scan_tuples}')::integer, 20000)::text, true);
-        -- A join and filters shrink the planner's row estimate until sorting the
-        -- team's vectors looks cheaper than walking the index; for a team that
-        -- has its own index the walk is the intended path (restored on exit by
-        -- the SET clause above).
-        setting := pg_catalog.set_config('enable_sort', 'off', true);
-        -- The walk itself is an index scan. And the join to the documents
-        -- probes the primary key once per walked vector: the planner's
-        -- estimate of a team it holds no statistics for made it materialise
-        -- the team's documents and test every pair instead (Nested Loop over
-        -- Materialize: 200-350 ms instead of 3-20 ms for one 11,132-row team
-        -- of the 1M bench); a hash or merge join would read the whole team
-        -- too. Same rows in the same order: the walk's order decides.
-        setting := pg_catalog.set_config('enable_indexscan', 'on', true);
-        setting := pg_catalog.set_config('enable_material', 'off', true);
-        setting := pg_catalog.set_config('enable_hashjoin', 'off', true);
-        setting := pg_catalog.set_config('enable_mergejoin', 'off', true);
+        -- The planner switches below matter only where this function plans
+        -- the walk itself (no walk function: the static 384-dimension
+        -- statement or EXECUTE). A team's walk function carries the same
+        -- five as SET clauses, and its one plan is made under them, so
+        -- setting them here first changed nothing (session 14: five
+        -- set_config calls fewer per recall on a team with its own index).
+        IF chosen.walk_function IS NULL THEN
+            -- A join and filters shrink the planner's row estimate until sorting the
+            -- team's vectors looks cheaper than walking the index; for a team that
+            -- has its own index the walk is the intended path (restored on exit by
+            -- the SET clause above).
+            setting := pg_catalog.set_config('enable_sort', 'off', true);
+            -- The walk itself is an index scan. And the join to the documents
+            -- probes the primary key once per walked vector: the planner's
+            -- estimate of a team it holds no statistics for made it materialise
+            -- the team's documents and test every pair instead (Nested Loop over
+            -- Materialize: 200-350 ms instead of 3-20 ms for one 11,132-row team
+            -- of the 1M bench); a hash or merge join would read the whole team
+            -- too. Same rows in the same order: the walk's order decides.
+            setting := pg_catalog.set_config('enable_indexscan', 'on', true);
+            setting := pg_catalog.set_config('enable_material', 'off', true);
+            setting := pg_catalog.set_config('enable_hashjoin', 'off', true);
+            setting := pg_catalog.set_config('enable_mergejoin', 'off', true);
+        END IF;
     END IF;
     IF path = 'exact' THEN
         -- No Materialize in the exact path's generic plans: since 0063 a

@@ -23,7 +23,7 @@ DECLARE
 BEGIN
     -- The evidence rows first, one primary-key lookup per id (materialised,
     -- LATERAL on the whole key, so that no plan can start from a source and
-    -- walk the team's evidence), then their revision, source and owner.
+    -- walk the team's evidence), then their revision and source.
     RETURN QUERY
         WITH chosen AS MATERIALIZED (
             SELECT e.team_id, e.evidence_id, e.text, e.source_id, e.revision_id, e.owner_profile_id
@@ -48,15 +48,24 @@ BEGIN
               -- object (evidence_labels_is_object).
               AND NOT ((e.labels OPERATOR(pg_catalog.-) scopes)
                        OPERATOR(pg_catalog.@?) 'strict $.* ? (@ == true)'::pg_catalog.jsonpath)
+              -- The owner profile is active: it is not one of the team's
+              -- profiles in another state, read once under row-level
+              -- security (an init plan: one range of the team's few
+              -- profiles), where a key lookup per id read each owner again
+              -- (session 14: the ten results of a recall mostly share one
+              -- owner). The same rows: owner_profile_id is NOT NULL and a
+              -- foreign key to (team_id, profile_id), so every owner has a
+              -- row, and it is active exactly when it is not in this list.
+              AND e.owner_profile_id <> ALL (ARRAY(
+                  SELECT p.profile_id FROM dm_private.profiles AS p
+                  WHERE p.team_id = team AND p.state <> 'active'))
         )
         SELECT c.evidence_id, c.text, c.source_id, s.external_id
         FROM chosen AS c
         JOIN dm_private.source_revisions AS r
             ON r.team_id = team AND r.source_id = c.source_id AND r.revision_id = c.revision_id
         JOIN dm_private.sources AS s ON s.team_id = team AND s.source_id = c.source_id
-        JOIN dm_private.profiles AS p ON p.team_id = team AND p.profile_id = c.owner_profile_id
-        WHERE r.is_current
-          AND p.state = 'active';
+        WHERE r.is_current;
 END
 $$;
 COMMENT ON FUNCTION dm_private.recall_hydrate(uuid, uuid [], jsonb) IS

@@ -26,6 +26,7 @@ SET search_path = ''
 AS $$
 DECLARE
     parsed jsonb;
+    loaded boolean;
 BEGIN
     IF pg_catalog.to_regprocedure('dm.parse_query(text,uuid,timestamp with time zone)') IS NULL THEN
         RETURN NULL;
@@ -33,7 +34,7 @@ BEGIN
     -- Load pg_trgm's library before the parser's functions SET its
     -- parameters: a placeholder set first fails when the library later
     -- loads in the same session (the MMR text similarity loads it).
-    PERFORM public.similarity('', '');
+    loaded := public.similarity('', '') IS NOT NULL;
     -- a direct call, not EXECUTE: PL/pgSQL parses a statement when it first
     -- runs (never when the parser is absent: the test above returns first)
     -- and keeps its plan, where EXECUTE planned it on every call
@@ -65,17 +66,25 @@ DECLARE
     -- again, four or five times per recall (0.11 M instructions); jsonb's
     -- || is associative on objects (the right side's keys win), so one
     -- concatenation of the collected fields gives the same value.
+    -- Session 14: only the fields whose value changes are collected. The
+    -- normalised request already holds '[]' for anchors and phrases the
+    -- request left out, and for parsed_entity_ids (recall_request), so the
+    -- common parse (no anchor, phrase, window, intent or entity) changes
+    -- nothing and the request is returned as it is, without the
+    -- concatenation (~0.06 M instructions per recall). When there is no
+    -- parse, parsed_entity_ids is taken out again: the request is then what
+    -- it was without a parse (explain shows it).
     overlay jsonb := '{}'::jsonb;
     window_value jsonb;
 BEGIN
     IF parsed IS NULL OR pg_catalog.jsonb_typeof(parsed) <> 'object' THEN
-        RETURN req;
+        RETURN req OPERATOR(pg_catalog.-) 'parsed_entity_ids';
     END IF;
-    -- (an empty list from the parse, the common case, is laid down without
-    -- a statement: the aggregate over no element gives the same '[]')
+    -- (an empty list from the parse, the common case, leaves the request's
+    -- '[]' as it is: the aggregate below over no element gives the same '[]')
     IF NOT COALESCE(request, '{}'::jsonb) ? 'anchors' AND pg_catalog.jsonb_typeof(parsed -> 'anchors') = 'array'
        AND pg_catalog.jsonb_array_length(parsed -> 'anchors') = 0 THEN
-        overlay := overlay || '{"anchors": []}'::jsonb;
+        NULL;
     ELSIF NOT COALESCE(request, '{}'::jsonb) ? 'anchors' AND pg_catalog.jsonb_typeof(parsed -> 'anchors') = 'array' THEN
         overlay := overlay || pg_catalog.jsonb_build_object('anchors', COALESCE((
             SELECT pg_catalog.jsonb_agg(a.item ->> 'value' ORDER BY a.ord)
@@ -86,7 +95,7 @@ BEGIN
     END IF;
     IF NOT COALESCE(request, '{}'::jsonb) ? 'phrases' AND pg_catalog.jsonb_typeof(parsed -> 'phrases') = 'array'
        AND pg_catalog.jsonb_array_length(parsed -> 'phrases') = 0 THEN
-        overlay := overlay || '{"phrases": []}'::jsonb;
+        NULL;
     ELSIF NOT COALESCE(request, '{}'::jsonb) ? 'phrases' AND pg_catalog.jsonb_typeof(parsed -> 'phrases') = 'array' THEN
         overlay := overlay || pg_catalog.jsonb_build_object('phrases', COALESCE((
             SELECT pg_catalog.jsonb_agg(p.item #>> '{}' ORDER BY p.ord)
@@ -107,12 +116,15 @@ BEGIN
     END IF;
     IF pg_catalog.jsonb_typeof(parsed -> 'entities') IS DISTINCT FROM 'array'
        OR pg_catalog.jsonb_array_length(parsed -> 'entities') = 0 THEN
-        overlay := overlay || '{"parsed_entity_ids": []}'::jsonb;
+        NULL;
     ELSE
         overlay := overlay || pg_catalog.jsonb_build_object('parsed_entity_ids', COALESCE((
             SELECT pg_catalog.jsonb_agg(DISTINCT x.item ->> 'entity_id')
             FROM pg_catalog.jsonb_array_elements(parsed -> 'entities') AS x (item)
             WHERE x.item ->> 'entity_id' ~ '^[0-9a-fA-F-]{36}$'), '[]'::jsonb));
+    END IF;
+    IF overlay = '{}'::jsonb THEN
+        RETURN req;
     END IF;
     RETURN req || overlay;
 END
@@ -186,7 +198,7 @@ DECLARE
     discovery jsonb;
     discovery_paths jsonb := '[]';
     related jsonb;
-    contract_version text;
+    vector_branch_ran boolean := false;
     telemetry jsonb;
     answer jsonb;
     guidance constant text :=
@@ -196,6 +208,7 @@ DECLARE
         || 'expand_from_entity_ids for adjacent context. Use trace_memory(relationship_id) on a discovery '
         || 'path to see its evidence and history.';
     explain jsonb;
+    trigram_loaded boolean;
     want integer;
     error_state text;
     error_message text;
@@ -231,12 +244,21 @@ BEGIN
         timings := timings || pg_catalog.jsonb_build_object('request_ms', EXTRACT(EPOCH FROM mark - started) * 1000);
     END IF;
 
-    -- query understanding (optional stage)
+    -- query understanding (optional stage): recall_parse's body, called
+    -- directly (session 14). Its to_regprocedure test parsed three type
+    -- names with the SQL parser on every recall; here the call simply fails
+    -- when the stage is absent, and only then is the test made, to tell an
+    -- absent stage (no degradation, as recall_parse's NULL) from a failing
+    -- one. The library load is an assignment (an expression), not PERFORM
+    -- (a statement).
     BEGIN
-        parsed := dm_private.recall_parse(query, team, (req ->> 'now')::timestamptz);
+        trigram_loaded := public.similarity('', '') IS NOT NULL;
+        parsed := dm.parse_query(query, team, (req ->> 'now')::timestamptz);
     EXCEPTION WHEN OTHERS THEN
         parsed := NULL;
-        degraded := degraded || 'parse'::text;
+        IF pg_catalog.to_regprocedure('dm.parse_query(text,uuid,timestamp with time zone)') IS NOT NULL THEN
+            degraded := degraded || 'parse'::text;
+        END IF;
     END;
     req := dm_private.recall_merge_parse(req, request, parsed);
     IF with_explain THEN
@@ -337,11 +359,9 @@ BEGIN
             BEGIN
                 -- the array itself (an expression: no statement, no set to pack)
                 vector_hits := dm_private.recall_vector_hits(team, query_embedding, pass_req, settings);
-                IF contract_version IS NULL THEN
-                    SELECT c.provider || '/' || c.model || '/' || c.dimensions || '/' || c.normalization || '/v' || c.version
-                    INTO contract_version
-                    FROM dm_private.embedding_contracts AS c WHERE c.is_active;
-                END IF;
+                -- the telemetry row names the active contract (read with
+                -- its freshness figures, one statement fewer here)
+                vector_branch_ran := true;
             EXCEPTION WHEN OTHERS THEN
                 GET STACKED DIAGNOSTICS error_state = RETURNED_SQLSTATE, error_message = MESSAGE_TEXT;
                 IF 'vector' = ANY (required_branches) THEN
@@ -423,9 +443,10 @@ BEGIN
             -- Explain hydrates the whole ordered list at once (it reports
             -- every candidate hydration dropped): one statement builds the
             -- contexts and their byte sizes in MMR order, recall_budget walks them.
-            SELECT COALESCE(pg_catalog.jsonb_object_agg(h.evidence_id::text, pg_catalog.jsonb_build_object(
-                       'evidence_id', h.evidence_id, 'context', h.context, 'source_id', h.source_id,
-                       'source_external_id', h.source_external_id)) FILTER (WHERE h.evidence_id IS NOT NULL), '{}'::jsonb),
+            SELECT COALESCE(pg_catalog.jsonb_object_agg(h.evidence_id::text, pg_catalog.jsonb_object(
+                       ARRAY['evidence_id', 'context', 'source_id', 'source_external_id'],
+                       ARRAY[h.evidence_id::text, h.context, h.source_id::text, h.source_external_id]))
+                       FILTER (WHERE h.evidence_id IS NOT NULL), '{}'::jsonb),
                    pg_catalog.array_agg(pg_catalog.octet_length(h.context) ORDER BY o.ord)
             INTO pass_contexts, sizes
             FROM pg_catalog.unnest(ordered_ids) WITH ORDINALITY AS o (id, ord)
@@ -477,9 +498,16 @@ BEGIN
                 END IF;
                 hydrate_valid_at := (pass_req ->> 'valid_at')::timestamptz;
                 hydrate_known_at := (pass_req ->> 'known_at')::timestamptz;
-                SELECT pg_catalog.array_agg(CASE WHEN h.evidence_id IS NOT NULL THEN pg_catalog.jsonb_build_object(
-                           'evidence_id', h.evidence_id, 'context', h.context, 'source_id', h.source_id,
-                           'source_external_id', h.source_external_id) END ORDER BY o.ord),
+                -- Each result object from two text arrays (session 14):
+                -- jsonb_object gives the same object as jsonb_build_object
+                -- (every value a JSON string, a NULL external id null; a uuid
+                -- as text is the string its JSON conversion writes), without
+                -- working out each argument's type and output function again
+                -- for every object (~10 k instructions per result).
+                SELECT pg_catalog.array_agg(CASE WHEN h.evidence_id IS NOT NULL THEN pg_catalog.jsonb_object(
+                           ARRAY['evidence_id', 'context', 'source_id', 'source_external_id'],
+                           ARRAY[h.evidence_id::text, h.context, h.source_id::text, h.source_external_id]) END
+                                            ORDER BY o.ord),
                        pg_catalog.array_agg(pg_catalog.octet_length(h.context) ORDER BY o.ord)
                 INTO chunk_items, sizes
                 FROM pg_catalog.unnest(hydrate_ids[1:200]) WITH ORDINALITY AS o (id, ord)
@@ -500,6 +528,12 @@ BEGIN
                             -- caller's scopes (see recall_hydrate, sql/58)
                             AND NOT ((x.labels OPERATOR(pg_catalog.-) hydrate_scopes)
                                      OPERATOR(pg_catalog.@?) 'strict $.* ? (@ == true)'::pg_catalog.jsonpath)
+                            -- the owner profile is active: not one of the
+                            -- team's profiles in another state (see
+                            -- recall_hydrate, sql/58)
+                            AND x.owner_profile_id <> ALL (ARRAY(
+                                SELECT p.profile_id FROM dm_private.profiles AS p
+                                WHERE p.team_id = team AND p.state <> 'active'))
                           OFFSET 0) AS e
                     CROSS JOIN LATERAL (
                         SELECT 1 FROM dm_private.source_revisions AS r
@@ -510,11 +544,6 @@ BEGIN
                         SELECT y.external_id FROM dm_private.sources AS y
                         WHERE y.team_id = team AND y.source_id = e.source_id
                         OFFSET 0) AS s
-                    CROSS JOIN LATERAL (
-                        SELECT 1 FROM dm_private.profiles AS p
-                        WHERE p.team_id = team AND p.profile_id = e.owner_profile_id
-                          AND p.state = 'active'
-                        OFFSET 0) AS p
                 ) AS h ON true;
                 FOR i IN 1..COALESCE(pg_catalog.cardinality(hydrate_ids), 0) LOOP
                     EXIT WHEN pg_catalog.cardinality(pass_kept) >= pass_want;
@@ -563,21 +592,23 @@ BEGIN
     END IF;
 
     -- discovery paths (optional stage, after the direct results are chosen)
-    IF pg_catalog.to_regprocedure('dm_private.discovery_for_recall(uuid,text,jsonb,uuid[],jsonb,jsonb)') IS NOT NULL THEN
-        BEGIN
-            discovery := dm_private.discovery_for_recall(team, query, COALESCE(parsed, '{}'::jsonb), kept, req, settings);
-            discovery_paths := COALESCE(discovery -> 'discovery_paths', '[]'::jsonb);
-            related := discovery -> 'related_hypotheses';
-            IF pg_catalog.jsonb_typeof(discovery -> 'degraded') = 'array'
-               AND pg_catalog.jsonb_array_length(discovery -> 'degraded') > 0 THEN
-                degraded := degraded || ARRAY(SELECT pg_catalog.jsonb_array_elements_text(discovery -> 'degraded'));
-            END IF;
-        EXCEPTION WHEN OTHERS THEN
-            discovery_paths := '[]';
-            related := NULL;
+    -- (called directly, as the parse above: the to_regprocedure test that
+    -- tells an absent stage from a failing one runs only when the call fails)
+    BEGIN
+        discovery := dm_private.discovery_for_recall(team, query, COALESCE(parsed, '{}'::jsonb), kept, req, settings);
+        discovery_paths := COALESCE(discovery -> 'discovery_paths', '[]'::jsonb);
+        related := discovery -> 'related_hypotheses';
+        IF pg_catalog.jsonb_typeof(discovery -> 'degraded') = 'array'
+           AND pg_catalog.jsonb_array_length(discovery -> 'degraded') > 0 THEN
+            degraded := degraded || ARRAY(SELECT pg_catalog.jsonb_array_elements_text(discovery -> 'degraded'));
+        END IF;
+    EXCEPTION WHEN OTHERS THEN
+        discovery_paths := '[]';
+        related := NULL;
+        IF pg_catalog.to_regprocedure('dm_private.discovery_for_recall(uuid,text,jsonb,uuid[],jsonb,jsonb)') IS NOT NULL THEN
             degraded := degraded || 'discovery'::text;
-        END;
-    END IF;
+        END IF;
+    END;
     IF with_explain THEN
         timings := timings || pg_catalog.jsonb_build_object('discovery_ms', EXTRACT(EPOCH FROM pg_catalog.clock_timestamp() - mark) * 1000);
     END IF;
@@ -598,12 +629,13 @@ BEGIN
         answer := answer || pg_catalog.jsonb_build_object('related_hypotheses', related);
     END IF;
 
+    -- (described as JSON only for explain)
     telemetry := dm_private.write_recall_telemetry(
         team, pg_catalog.gen_random_uuid(),
         (settings ->> 'profile_name') || ':v' || (settings ->> 'profile_version'),
         'v' || COALESCE(settings ->> 'index_version', '0'),
-        degraded, contract_version, pg_catalog.cardinality(kept),
-        EXTRACT(EPOCH FROM pg_catalog.clock_timestamp() - started) * 1000);
+        degraded, vector_branch_ran, pg_catalog.cardinality(kept),
+        EXTRACT(EPOCH FROM pg_catalog.clock_timestamp() - started) * 1000, with_explain);
 
     -- A recall returns its answer as it is: wrapping it as {"answer": ...}
     -- for dm.recall_memory to take apart again copied every result a third

@@ -7,9 +7,15 @@
 -- is counted with a cap (10,000) so that a large backlog never makes recall
 -- slow. On a read-only transaction (a streaming replica) nothing is written
 -- and recall still answers.
+-- Session 14: the row's embedding contract is read here, in the freshness
+-- statement, when the vector branch ran (recall_run read it with a
+-- statement of its own after the branch), and the row is described as JSON
+-- only when asked (explain shows it; a recall built it and dropped it).
+DROP FUNCTION IF EXISTS dm_private.write_recall_telemetry(uuid, uuid, text, text, text [], text, integer,
+    double precision);
 CREATE OR REPLACE FUNCTION dm_private.write_recall_telemetry(team_id uuid, recall_id uuid, ranking_profile_version text,
-    search_index_profile_version text, degraded_branches text [], query_embedding_contract_version text,
-    result_count integer, duration_ms double precision)
+    search_index_profile_version text, degraded_branches text [], vector_branch_ran boolean, result_count integer,
+    duration_ms double precision, described boolean)
 RETURNS jsonb
 LANGUAGE plpgsql
 VOLATILE
@@ -25,19 +31,30 @@ DECLARE
     pending bigint;
     failed bigint;
     oldest double precision;
+    query_embedding_contract_version text;
     row_written boolean := false;
 BEGIN
-    -- the three freshness figures in one statement (one executor start, not three)
-    SELECT (SELECT pg_catalog.count(*)
-            FROM (SELECT 1 FROM dm_private.search_documents AS d
-                  WHERE d.team_id = team AND d.search_state = 'pending' LIMIT 10000) AS x),
+    -- the three freshness figures and the active embedding contract (the
+    -- query embedding's, when the vector branch ran) in one statement (one
+    -- executor start, not four)
+    -- The pending count and the oldest pending document from one read of
+    -- search_documents_pending_idx (team_id, pending_since) (session 14, one
+    -- subplan fewer to start): its first 10,000 entries in pending_since
+    -- order are counted (the cap) and hold the oldest of all.
+    SELECT p.pending_count,
            (SELECT pg_catalog.count(*)
             FROM (SELECT 1 FROM dm_private.search_documents AS d
                   WHERE d.team_id = team AND d.search_state = 'failed' LIMIT 10000) AS x),
-           (SELECT EXTRACT(EPOCH FROM pg_catalog.now() - pg_catalog.min(d.pending_since))::double precision
-            FROM dm_private.search_documents AS d
-            WHERE d.team_id = team AND d.search_state = 'pending')
-    INTO pending, failed, oldest;
+           EXTRACT(EPOCH FROM pg_catalog.now() - p.oldest_since)::double precision,
+           (SELECT c.provider || '/' || c.model || '/' || c.dimensions || '/' || c.normalization || '/v' || c.version
+            FROM dm_private.embedding_contracts AS c
+            WHERE c.is_active AND vector_branch_ran)
+    INTO pending, failed, oldest, query_embedding_contract_version
+    FROM (SELECT pg_catalog.count(*) AS pending_count, pg_catalog.min(x.pending_since) AS oldest_since
+          FROM (SELECT d.pending_since FROM dm_private.search_documents AS d
+                WHERE d.team_id = team AND d.search_state = 'pending'
+                ORDER BY d.pending_since
+                LIMIT 10000) AS x) AS p;
     IF pg_catalog.current_setting('transaction_read_only') = 'off' THEN
         INSERT INTO dm_private.recall_telemetry (
             team_id, recall_id, ranking_profile_version, search_index_profile_version, degraded_branches,
@@ -47,6 +64,9 @@ BEGIN
                 COALESCE(degraded_branches, '{}'), query_embedding_contract_version, pending, failed, oldest,
                 result_count, duration_ms);
         row_written := true;
+    END IF;
+    IF NOT described THEN
+        RETURN NULL;
     END IF;
     RETURN pg_catalog.jsonb_build_object(
         'recall_id', recall_id,
@@ -61,9 +81,11 @@ BEGIN
             'oldest_pending_age_seconds', oldest));
 END
 $$;
-COMMENT ON FUNCTION dm_private.write_recall_telemetry(uuid, uuid, text, text, text [], text, integer, double precision) IS
-'Writes the internal telemetry row of one recall (profile versions, degraded branches, query embedding contract, search freshness counted up to 10,000) and returns it as JSON; writes nothing in a read-only transaction.';
-REVOKE ALL ON FUNCTION dm_private.write_recall_telemetry(uuid, uuid, text, text, text [], text, integer, double precision)
+COMMENT ON FUNCTION dm_private.write_recall_telemetry(uuid, uuid, text, text, text [], boolean, integer, double precision, boolean) IS
+'Writes the internal telemetry row of one recall (profile versions, degraded branches, the active embedding contract when the vector branch ran, search freshness counted up to 10,000) and, when described, returns it as JSON (NULL otherwise); writes nothing in a read-only transaction.';
+REVOKE ALL ON FUNCTION dm_private.write_recall_telemetry(uuid, uuid, text, text, text [], boolean, integer, double precision,
+    boolean)
 FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION dm_private.write_recall_telemetry(uuid, uuid, text, text, text [], text, integer, double precision)
+GRANT EXECUTE ON FUNCTION dm_private.write_recall_telemetry(uuid, uuid, text, text, text [], boolean, integer, double precision,
+    boolean)
 TO densemem_app, densemem_analyst, densemem_operator;

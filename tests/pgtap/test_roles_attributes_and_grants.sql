@@ -205,6 +205,10 @@ VALUES
     -- indexes, written by an administrator.
     ('dm_private.search_index_profiles', 'SELECT',
      'densemem_app, densemem_analyst, densemem_operator, densemem_searcher'),
+    -- 0088: the ranking settings resolved per profile, rebuilt by triggers
+    -- on the profile tables (read-only like them).
+    ('dm_private.recall_settings_resolved', 'SELECT',
+     'densemem_app, densemem_analyst, densemem_operator, densemem_searcher'),
     ('dm_private.team_vector_indexes', 'SELECT',
      'densemem_app, densemem_analyst, densemem_operator, densemem_searcher'),
     -- 0031: a team's predicate cardinalities are configuration (the service

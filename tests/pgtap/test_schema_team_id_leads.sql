@@ -22,6 +22,10 @@ SELECT plan(14);
 --                                    are in predicate_cardinalities.
 --   dm_private.search_index_profiles versioned vector-index settings of the
 --                                    installation (0020), like ranking_profiles.
+--   dm_private.recall_settings_resolved
+--                                    each ranking profile's settings resolved
+--                                    against the active search-index profile
+--                                    (0088), derived from the two above.
 --   dm_migrations.applied_migrations, dm_migrations.applied_function_files
 --                                    the migration runner's ledger: one per
 --                                    database, about the schema, not the data.
@@ -32,6 +36,7 @@ VALUES
     ('dm_private.predicate_synonym_defaults'),
     ('dm_private.predicate_cardinality_defaults'),
     ('dm_private.search_index_profiles'),
+    ('dm_private.recall_settings_resolved'),
     ('dm_migrations.applied_migrations'),
     ('dm_migrations.applied_function_files');
 
@@ -66,6 +71,12 @@ VALUES
 --                              the same (0073): proximity's probe of each
 --                              candidate's link endpoints by evidence_id; the
 --                              reader keeps its explicit team_id predicate.
+--   dm_private.evidence_evidence_hash_idx,
+--   dm_private.sources_source_hash_idx,
+--   dm_private.source_revisions_revision_hash_idx
+--                              the same (0089): hydration's probes of each
+--                              result's evidence, source and revision by id;
+--                              every reader keeps its team_id predicate.
 --   dm_private.entity_names_team_trigram_idx,
 --   dm_private.search_documents_entity_team_lexemes_idx
 --                              the same for entity name trigrams (0055) and
@@ -79,6 +90,9 @@ VALUES
     ('dm_private.search_documents_team_order_idx'),
     ('dm_private.search_documents_document_hash_idx'),
     ('dm_private.evidence_link_endpoints_evidence_hash_idx'),
+    ('dm_private.evidence_evidence_hash_idx'),
+    ('dm_private.sources_source_hash_idx'),
+    ('dm_private.source_revisions_revision_hash_idx'),
     ('dm_private.entity_names_team_trigram_idx'),
     ('dm_private.search_documents_entity_team_lexemes_idx');
 
