@@ -175,8 +175,14 @@ DECLARE
     held_lexemes integer;
     log_share double precision;
     any_dense boolean := false;
+    -- the dense walk's query, and whether it is scan_q / all_q itself
+    walk_q tsquery;
+    walk_is_scan boolean;
+    walk_is_all boolean;
     all_dense boolean := false;
     team_documents double precision;
+    total_length double precision;
+    held_names text [];
     small_team boolean;
     average_length double precision;
     valid_at timestamptz := (req ->> 'valid_at')::timestamptz;
@@ -236,72 +242,72 @@ BEGIN
     -- one-lexeme tsqueries and (k1 + 1) * idf, at most 24 (the scorer below is
     -- unrolled; the commonest lexemes of a longer query weigh least). The
     -- scan query ORs the rarest while their frequencies fit the budget.
-    WITH totals AS (
-        -- one read of the team's row and one of its pending totals (the
-        -- same sums, typed as the scalar subqueries they replace)
-        SELECT GREATEST(COALESCE(s.document_count, 0) + COALESCE(p.document_delta, 0), 1)::double precision
-                   AS documents,
-               COALESCE(s.total_length, 0) + COALESCE(p.length_delta, 0)::double precision AS total_length
-        FROM (SELECT pg_catalog.sum(d.document_delta) AS document_delta,
-                     pg_catalog.sum(d.length_delta) AS length_delta
-              FROM dm_private.search_statistics_deltas AS d
-              WHERE d.team_id = team AND d.lexeme IS NULL) AS p
-        LEFT JOIN dm_private.search_team_statistics AS s ON s.team_id = team
-    ),
-    -- (materialized: read once now, it would otherwise be inlined and each
-    -- lexeme's two probes run twice, for the df > 0 test and the value)
-    terms AS MATERIALIZED (
-        -- the compacted count by one primary-key probe per query lexeme (a
-        -- scalar subquery, at most one row), never a join the generic plan
-        -- may turn into a read of every compacted row of the team (it did
-        -- on a database whose statistics were empty when it was planned:
-        -- a hash join over the team's rows; session 8)
-        SELECT l.lexeme,
-               COALESCE((SELECT s.document_count FROM dm_private.search_term_statistics AS s
-                         WHERE s.team_id = team AND s.lexeme = l.lexeme), 0)
-               + COALESCE((SELECT pg_catalog.sum(d.document_delta) FROM dm_private.search_statistics_deltas AS d
-                           WHERE d.team_id = team AND d.lexeme = l.lexeme), 0) AS df
-        FROM pg_catalog.unnest(query_vector) AS l
-    ),
-    -- the query lexemes some recallable document holds, rarest first (ties
-    -- by lexeme): every aggregate reads them in that one order (one sort),
-    -- and the running sums, positions and the scan's prefix are taken from
-    -- these arrays below, not by a window and filtered aggregates in the
-    -- statement (session 9: a window node, a second sort and four
-    -- aggregates less to start and run per call)
-    held AS (
-        SELECT t.lexeme, t.df FROM terms AS t WHERE t.df > 0
-    )
-    SELECT pg_catalog.array_agg(('''' || pg_catalog.replace(pg_catalog.replace(h.lexeme, '\', '\\'), '''', '''''')
-                                 || '''')::tsquery ORDER BY h.df, h.lexeme),
-           pg_catalog.array_agg(GREATEST((k1 + 1.0) * pg_catalog.ln(1.0 + (x.documents - h.df + 0.5) / (h.df + 0.5)),
-                                         0.0)::double precision ORDER BY h.df, h.lexeme),
-           pg_catalog.array_agg(h.df ORDER BY h.df, h.lexeme),
-           -- each lexeme's key in search_documents_team_lexemes_idx (migration 0025)
-           pg_catalog.array_agg(pg_catalog.left(team::text, 8) || h.lexeme ORDER BY h.df, h.lexeme),
-           (SELECT GREATEST(x.total_length / x.documents, 1.0) FROM totals AS x),
-           -- the query's distinct lexemes: its tsvector's length (not a count
-           -- over the terms: an aggregate node less to start per call)
-           pg_catalog.length(query_vector),
-           (SELECT x.documents FROM totals AS x),
-           -- for the dense passes: the log of the product of the held
-           -- lexemes' shares of the team's documents
-           pg_catalog.sum(pg_catalog.ln(h.df / x.documents)),
-           ARRAY(SELECT p.profile_id FROM dm_private.profiles AS p
-                 WHERE p.team_id = team AND p.state <> 'active'),
-           -- any grouped evidence document, recallable or not (a superset of
-           -- what the context reads); not read at all without context
+    SELECT h.lexemes, h.dfs,
+           GREATEST(COALESCE(s.document_count, 0) + COALESCE(p.document_delta, 0), 1)::double precision,
+           COALESCE(s.total_length, 0) + COALESCE(p.length_delta, 0)::double precision,
+           ARRAY(SELECT f.profile_id FROM dm_private.profiles AS f
+                 WHERE f.team_id = team AND f.state <> 'active'),
+           -- any evidence document, recallable or not, with both a source
+           -- group and a sequence number (a superset of what the context
+           -- reads: its islands and neighbourhoods need both), in one descent
+           -- of search_documents_grouped_idx (migration 0082); not read at
+           -- all without context
            context_radius > 0
            AND EXISTS (SELECT FROM dm_private.search_documents AS g
-                       WHERE g.team_id = team AND g.subject_kind = 'evidence' AND g.source_group IS NOT NULL)
-    INTO term_queries, idfs, term_dfs, term_keys, average_length, query_lexemes, team_documents,
-         log_share, disabled, grouped
-    FROM held AS h CROSS JOIN totals AS x;
+                       WHERE g.team_id = team AND g.subject_kind = 'evidence'
+                         AND g.source_group IS NOT NULL AND g.sequence_number IS NOT NULL)
+    INTO held_names, term_dfs, team_documents, total_length, disabled, grouped
+    -- one read of the team's row and one of its pending totals
+    FROM (SELECT pg_catalog.sum(d.document_delta) AS document_delta,
+                 pg_catalog.sum(d.length_delta) AS length_delta
+          FROM dm_private.search_statistics_deltas AS d
+          WHERE d.team_id = team AND d.lexeme IS NULL) AS p
+    LEFT JOIN dm_private.search_team_statistics AS s ON s.team_id = team
+    CROSS JOIN (
+        -- the query lexemes some recallable document holds, rarest first
+        -- (ties by lexeme), and their frequencies
+        SELECT pg_catalog.array_agg(t.lexeme ORDER BY t.df, t.lexeme) AS lexemes,
+               pg_catalog.array_agg(t.df ORDER BY t.df, t.lexeme) AS dfs
+        FROM (
+            -- the compacted count by one primary-key probe per query lexeme (a
+            -- scalar subquery, at most one row), never a join the generic plan
+            -- may turn into a read of every compacted row of the team (it did
+            -- on a database whose statistics were empty when it was planned:
+            -- a hash join over the team's rows; session 8); OFFSET 0: each
+            -- lexeme's two probes run once, not again for the df > 0 test
+            SELECT l.lexeme,
+                   COALESCE((SELECT c.document_count FROM dm_private.search_term_statistics AS c
+                             WHERE c.team_id = team AND c.lexeme = l.lexeme), 0)
+                   + COALESCE((SELECT pg_catalog.sum(d.document_delta) FROM dm_private.search_statistics_deltas AS d
+                               WHERE d.team_id = team AND d.lexeme = l.lexeme), 0) AS df
+            FROM pg_catalog.unnest(pg_catalog.tsvector_to_array(query_vector)) AS l (lexeme)
+            OFFSET 0
+        ) AS t
+        WHERE t.df > 0
+    ) AS h;
+    average_length := GREATEST(total_length / team_documents, 1.0);
+    -- the query's distinct lexemes: its tsvector's length
+    query_lexemes := pg_catalog.length(query_vector);
+    -- Each held lexeme's one-lexeme tsquery, (k1 + 1) * idf and key in
+    -- search_documents_team_lexemes_idx (migration 0025), and the log of the
+    -- product of their shares of the team's documents (for the dense passes),
+    -- in the statistics' order: simple expressions here, not four ordered
+    -- aggregates of the statement (their start-up cost more than this loop
+    -- on a query of a few lexemes; session 14).
+    held_lexemes := COALESCE(pg_catalog.cardinality(term_dfs), 0);
+    FOR i IN 1..held_lexemes LOOP
+        term_queries[i] := ('''' || pg_catalog.replace(pg_catalog.replace(held_names[i], '\', '\\'), '''', '''''')
+                            || '''')::tsquery;
+        idfs[i] := GREATEST((k1 + 1.0) * pg_catalog.ln(1.0 + (team_documents - term_dfs[i] + 0.5) / (term_dfs[i] + 0.5)),
+                            0.0)::double precision;
+        term_keys[i] := pg_catalog.left(team::text, 8) || held_names[i];
+        log_share := CASE WHEN i = 1 THEN pg_catalog.ln(term_dfs[i] / team_documents)
+                          ELSE log_share + pg_catalog.ln(term_dfs[i] / team_documents) END;
+    END LOOP;
     -- The query lexemes some document holds, and the scan query: the rarest
     -- (always) and the next ones while their frequencies, summed rarest
     -- first, stay within the budget (frequencies are positive, so that is a
     -- prefix: the statement's former "position = 1 OR running_df <= budget").
-    held_lexemes := COALESCE(pg_catalog.cardinality(term_dfs), 0);
     IF held_lexemes > 0 THEN
         scan_n := 1;
         scan_df := term_dfs[1];
@@ -430,6 +436,8 @@ BEGIN
                      AND scan_df * scan_df > dense_factor * budget * team_documents;
         -- the all-terms matches, were the lexemes independent (none when a
         -- query lexeme is in no document)
+        -- (never NULL: log_share is NULL only when no lexeme is held, and
+        -- then held_lexemes = query_lexemes is false, all_q having lexemes)
         all_dense := all_pass_needed AND all_keys IS NOT NULL AND pg_catalog.strpos(all_text, '<') = 0
                      AND held_lexemes = query_lexemes
                      AND pg_catalog.power(team_documents * pg_catalog.exp(log_share), 2)
@@ -560,36 +568,41 @@ BEGIN
                                 OR (c.match_2 AND c.sequence_2 >= c.sequence_number - context_radius)))
                 ),
                 term_frequencies AS (
-                    -- ts_rank of a one-lexeme query with unit weights is
-                    -- sum(1/i^2, i = 1..tf) / (pi^2/6), so tf is recovered from the
-                    -- remainder of that series (about 1/(tf + 0.5)): one binary search
-                    -- in the tsvector per query lexeme, unrolled (a per-row subquery
-                    -- over the lexemes costs five times as much). OFFSET 0 keeps each
-                    -- tf computed once.
+                    -- ts_rank of each one-lexeme query (r1, r2, ...): one binary search in
+                    -- the tsvector per query lexeme, unrolled (a per-row subquery over
+                    -- the lexemes costs five times as much); the scorer recovers tf
+                    -- from it. OFFSET 0 keeps each computed once.
                     SELECT m.document_id, m.subject_id,
                            k1 * (1.0 - b + b * pg_catalog.length(m.search_vector) / average_length) AS norm,
-                               CASE WHEN term_count >= 1 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq1, 0)), 1e-6) - 0.5) END AS tf1,
-                               CASE WHEN term_count >= 2 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq2, 0)), 1e-6) - 0.5) END AS tf2,
-                               CASE WHEN term_count >= 3 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq3, 0)), 1e-6) - 0.5) END AS tf3,
-                               CASE WHEN term_count >= 4 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq4, 0)), 1e-6) - 0.5) END AS tf4,
-                               CASE WHEN term_count >= 5 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq5, 0)), 1e-6) - 0.5) END AS tf5,
-                               CASE WHEN term_count >= 6 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq6, 0)), 1e-6) - 0.5) END AS tf6,
-                               CASE WHEN term_count >= 7 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq7, 0)), 1e-6) - 0.5) END AS tf7,
-                               CASE WHEN term_count >= 8 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq8, 0)), 1e-6) - 0.5) END AS tf8
+                               CASE WHEN term_count >= 1 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq1, 0) END AS r1,
+                               CASE WHEN term_count >= 2 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq2, 0) END AS r2,
+                               CASE WHEN term_count >= 3 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq3, 0) END AS r3,
+                               CASE WHEN term_count >= 4 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq4, 0) END AS r4,
+                               CASE WHEN term_count >= 5 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq5, 0) END AS r5,
+                               CASE WHEN term_count >= 6 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq6, 0) END AS r6,
+                               CASE WHEN term_count >= 7 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq7, 0) END AS r7,
+                               CASE WHEN term_count >= 8 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq8, 0) END AS r8
                     FROM matched AS m
                     OFFSET 0
                 ),
                 scored AS (
+                    -- ts_rank of a one-lexeme query with unit weights is
+                    -- sum(1/i^2, i = 1..tf) / (pi^2/6), so tf is recovered from the
+                    -- remainder of that series (about 1/(tf + 0.5)). A lexeme the
+                    -- document does not hold (ts_rank 0: tf 0) adds exactly 0.0, and one
+                    -- beyond term_count (NULL) too, so only the held lexemes' tf is
+                    -- recovered and weighed (session 14: a candidate holds one or two of
+                    -- the query's lexemes; the same sums as weighing every lexeme).
                     SELECT t.document_id, t.subject_id,
                            (
-                             CASE WHEN term_count >= 1 THEN COALESCE(tw1 * t.tf1 / (t.tf1 + t.norm), 0.0) ELSE 0.0 END
-                           + CASE WHEN term_count >= 2 THEN COALESCE(tw2 * t.tf2 / (t.tf2 + t.norm), 0.0) ELSE 0.0 END
-                           + CASE WHEN term_count >= 3 THEN COALESCE(tw3 * t.tf3 / (t.tf3 + t.norm), 0.0) ELSE 0.0 END
-                           + CASE WHEN term_count >= 4 THEN COALESCE(tw4 * t.tf4 / (t.tf4 + t.norm), 0.0) ELSE 0.0 END
-                           + CASE WHEN term_count >= 5 THEN COALESCE(tw5 * t.tf5 / (t.tf5 + t.norm), 0.0) ELSE 0.0 END
-                           + CASE WHEN term_count >= 6 THEN COALESCE(tw6 * t.tf6 / (t.tf6 + t.norm), 0.0) ELSE 0.0 END
-                           + CASE WHEN term_count >= 7 THEN COALESCE(tw7 * t.tf7 / (t.tf7 + t.norm), 0.0) ELSE 0.0 END
-                           + CASE WHEN term_count >= 8 THEN COALESCE(tw8 * t.tf8 / (t.tf8 + t.norm), 0.0) ELSE 0.0 END
+                             CASE WHEN t.r1 > 0 THEN tw1 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r1), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r1), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r2 > 0 THEN tw2 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r2), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r2), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r3 > 0 THEN tw3 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r3), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r3), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r4 > 0 THEN tw4 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r4), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r4), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r5 > 0 THEN tw5 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r5), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r5), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r6 > 0 THEN tw6 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r6), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r6), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r7 > 0 THEN tw7 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r7), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r7), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r8 > 0 THEN tw8 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r8), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r8), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
                            )::double precision AS score
                     FROM term_frequencies AS t
                 )
@@ -712,68 +725,73 @@ BEGIN
                                 OR (c.match_2 AND c.sequence_2 >= c.sequence_number - context_radius)))
                 ),
                 term_frequencies AS (
-                    -- ts_rank of a one-lexeme query with unit weights is
-                    -- sum(1/i^2, i = 1..tf) / (pi^2/6), so tf is recovered from the
-                    -- remainder of that series (about 1/(tf + 0.5)): one binary search
-                    -- in the tsvector per query lexeme, unrolled (a per-row subquery
-                    -- over the lexemes costs five times as much). OFFSET 0 keeps each
-                    -- tf computed once.
+                    -- ts_rank of each one-lexeme query (r1, r2, ...): one binary search in
+                    -- the tsvector per query lexeme, unrolled (a per-row subquery over
+                    -- the lexemes costs five times as much); the scorer recovers tf
+                    -- from it. OFFSET 0 keeps each computed once.
                     SELECT m.document_id, m.subject_id,
                            k1 * (1.0 - b + b * pg_catalog.length(m.search_vector) / average_length) AS norm,
-                               CASE WHEN term_count >= 1 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[1], 0)), 1e-6) - 0.5) END AS tf1,
-                               CASE WHEN term_count >= 2 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[2], 0)), 1e-6) - 0.5) END AS tf2,
-                               CASE WHEN term_count >= 3 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[3], 0)), 1e-6) - 0.5) END AS tf3,
-                               CASE WHEN term_count >= 4 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[4], 0)), 1e-6) - 0.5) END AS tf4,
-                               CASE WHEN term_count >= 5 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[5], 0)), 1e-6) - 0.5) END AS tf5,
-                               CASE WHEN term_count >= 6 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[6], 0)), 1e-6) - 0.5) END AS tf6,
-                               CASE WHEN term_count >= 7 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[7], 0)), 1e-6) - 0.5) END AS tf7,
-                               CASE WHEN term_count >= 8 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[8], 0)), 1e-6) - 0.5) END AS tf8,
-                               CASE WHEN term_count >= 9 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[9], 0)), 1e-6) - 0.5) END AS tf9,
-                               CASE WHEN term_count >= 10 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[10], 0)), 1e-6) - 0.5) END AS tf10,
-                               CASE WHEN term_count >= 11 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[11], 0)), 1e-6) - 0.5) END AS tf11,
-                               CASE WHEN term_count >= 12 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[12], 0)), 1e-6) - 0.5) END AS tf12,
-                               CASE WHEN term_count >= 13 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[13], 0)), 1e-6) - 0.5) END AS tf13,
-                               CASE WHEN term_count >= 14 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[14], 0)), 1e-6) - 0.5) END AS tf14,
-                               CASE WHEN term_count >= 15 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[15], 0)), 1e-6) - 0.5) END AS tf15,
-                               CASE WHEN term_count >= 16 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[16], 0)), 1e-6) - 0.5) END AS tf16,
-                               CASE WHEN term_count >= 17 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[17], 0)), 1e-6) - 0.5) END AS tf17,
-                               CASE WHEN term_count >= 18 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[18], 0)), 1e-6) - 0.5) END AS tf18,
-                               CASE WHEN term_count >= 19 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[19], 0)), 1e-6) - 0.5) END AS tf19,
-                               CASE WHEN term_count >= 20 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[20], 0)), 1e-6) - 0.5) END AS tf20,
-                               CASE WHEN term_count >= 21 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[21], 0)), 1e-6) - 0.5) END AS tf21,
-                               CASE WHEN term_count >= 22 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[22], 0)), 1e-6) - 0.5) END AS tf22,
-                               CASE WHEN term_count >= 23 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[23], 0)), 1e-6) - 0.5) END AS tf23,
-                               CASE WHEN term_count >= 24 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[24], 0)), 1e-6) - 0.5) END AS tf24
+                               CASE WHEN term_count >= 1 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[1], 0) END AS r1,
+                               CASE WHEN term_count >= 2 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[2], 0) END AS r2,
+                               CASE WHEN term_count >= 3 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[3], 0) END AS r3,
+                               CASE WHEN term_count >= 4 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[4], 0) END AS r4,
+                               CASE WHEN term_count >= 5 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[5], 0) END AS r5,
+                               CASE WHEN term_count >= 6 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[6], 0) END AS r6,
+                               CASE WHEN term_count >= 7 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[7], 0) END AS r7,
+                               CASE WHEN term_count >= 8 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[8], 0) END AS r8,
+                               CASE WHEN term_count >= 9 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[9], 0) END AS r9,
+                               CASE WHEN term_count >= 10 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[10], 0) END AS r10,
+                               CASE WHEN term_count >= 11 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[11], 0) END AS r11,
+                               CASE WHEN term_count >= 12 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[12], 0) END AS r12,
+                               CASE WHEN term_count >= 13 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[13], 0) END AS r13,
+                               CASE WHEN term_count >= 14 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[14], 0) END AS r14,
+                               CASE WHEN term_count >= 15 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[15], 0) END AS r15,
+                               CASE WHEN term_count >= 16 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[16], 0) END AS r16,
+                               CASE WHEN term_count >= 17 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[17], 0) END AS r17,
+                               CASE WHEN term_count >= 18 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[18], 0) END AS r18,
+                               CASE WHEN term_count >= 19 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[19], 0) END AS r19,
+                               CASE WHEN term_count >= 20 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[20], 0) END AS r20,
+                               CASE WHEN term_count >= 21 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[21], 0) END AS r21,
+                               CASE WHEN term_count >= 22 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[22], 0) END AS r22,
+                               CASE WHEN term_count >= 23 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[23], 0) END AS r23,
+                               CASE WHEN term_count >= 24 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[24], 0) END AS r24
                     FROM matched AS m
                     OFFSET 0
                 ),
                 scored AS (
+                    -- ts_rank of a one-lexeme query with unit weights is
+                    -- sum(1/i^2, i = 1..tf) / (pi^2/6), so tf is recovered from the
+                    -- remainder of that series (about 1/(tf + 0.5)). A lexeme the
+                    -- document does not hold (ts_rank 0: tf 0) adds exactly 0.0, and one
+                    -- beyond term_count (NULL) too, so only the held lexemes' tf is
+                    -- recovered and weighed (session 14: a candidate holds one or two of
+                    -- the query's lexemes; the same sums as weighing every lexeme).
                     SELECT t.document_id, t.subject_id,
                            (
-                             CASE WHEN term_count >= 1 THEN COALESCE(idfs[1] * t.tf1 / (t.tf1 + t.norm), 0.0) ELSE 0.0 END
-                           + CASE WHEN term_count >= 2 THEN COALESCE(idfs[2] * t.tf2 / (t.tf2 + t.norm), 0.0) ELSE 0.0 END
-                           + CASE WHEN term_count >= 3 THEN COALESCE(idfs[3] * t.tf3 / (t.tf3 + t.norm), 0.0) ELSE 0.0 END
-                           + CASE WHEN term_count >= 4 THEN COALESCE(idfs[4] * t.tf4 / (t.tf4 + t.norm), 0.0) ELSE 0.0 END
-                           + CASE WHEN term_count >= 5 THEN COALESCE(idfs[5] * t.tf5 / (t.tf5 + t.norm), 0.0) ELSE 0.0 END
-                           + CASE WHEN term_count >= 6 THEN COALESCE(idfs[6] * t.tf6 / (t.tf6 + t.norm), 0.0) ELSE 0.0 END
-                           + CASE WHEN term_count >= 7 THEN COALESCE(idfs[7] * t.tf7 / (t.tf7 + t.norm), 0.0) ELSE 0.0 END
-                           + CASE WHEN term_count >= 8 THEN COALESCE(idfs[8] * t.tf8 / (t.tf8 + t.norm), 0.0) ELSE 0.0 END
-                           + CASE WHEN term_count >= 9 THEN COALESCE(idfs[9] * t.tf9 / (t.tf9 + t.norm), 0.0) ELSE 0.0 END
-                           + CASE WHEN term_count >= 10 THEN COALESCE(idfs[10] * t.tf10 / (t.tf10 + t.norm), 0.0) ELSE 0.0 END
-                           + CASE WHEN term_count >= 11 THEN COALESCE(idfs[11] * t.tf11 / (t.tf11 + t.norm), 0.0) ELSE 0.0 END
-                           + CASE WHEN term_count >= 12 THEN COALESCE(idfs[12] * t.tf12 / (t.tf12 + t.norm), 0.0) ELSE 0.0 END
-                           + CASE WHEN term_count >= 13 THEN COALESCE(idfs[13] * t.tf13 / (t.tf13 + t.norm), 0.0) ELSE 0.0 END
-                           + CASE WHEN term_count >= 14 THEN COALESCE(idfs[14] * t.tf14 / (t.tf14 + t.norm), 0.0) ELSE 0.0 END
-                           + CASE WHEN term_count >= 15 THEN COALESCE(idfs[15] * t.tf15 / (t.tf15 + t.norm), 0.0) ELSE 0.0 END
-                           + CASE WHEN term_count >= 16 THEN COALESCE(idfs[16] * t.tf16 / (t.tf16 + t.norm), 0.0) ELSE 0.0 END
-                           + CASE WHEN term_count >= 17 THEN COALESCE(idfs[17] * t.tf17 / (t.tf17 + t.norm), 0.0) ELSE 0.0 END
-                           + CASE WHEN term_count >= 18 THEN COALESCE(idfs[18] * t.tf18 / (t.tf18 + t.norm), 0.0) ELSE 0.0 END
-                           + CASE WHEN term_count >= 19 THEN COALESCE(idfs[19] * t.tf19 / (t.tf19 + t.norm), 0.0) ELSE 0.0 END
-                           + CASE WHEN term_count >= 20 THEN COALESCE(idfs[20] * t.tf20 / (t.tf20 + t.norm), 0.0) ELSE 0.0 END
-                           + CASE WHEN term_count >= 21 THEN COALESCE(idfs[21] * t.tf21 / (t.tf21 + t.norm), 0.0) ELSE 0.0 END
-                           + CASE WHEN term_count >= 22 THEN COALESCE(idfs[22] * t.tf22 / (t.tf22 + t.norm), 0.0) ELSE 0.0 END
-                           + CASE WHEN term_count >= 23 THEN COALESCE(idfs[23] * t.tf23 / (t.tf23 + t.norm), 0.0) ELSE 0.0 END
-                           + CASE WHEN term_count >= 24 THEN COALESCE(idfs[24] * t.tf24 / (t.tf24 + t.norm), 0.0) ELSE 0.0 END
+                             CASE WHEN t.r1 > 0 THEN idfs[1] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r1), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r1), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r2 > 0 THEN idfs[2] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r2), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r2), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r3 > 0 THEN idfs[3] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r3), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r3), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r4 > 0 THEN idfs[4] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r4), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r4), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r5 > 0 THEN idfs[5] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r5), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r5), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r6 > 0 THEN idfs[6] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r6), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r6), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r7 > 0 THEN idfs[7] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r7), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r7), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r8 > 0 THEN idfs[8] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r8), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r8), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r9 > 0 THEN idfs[9] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r9), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r9), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r10 > 0 THEN idfs[10] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r10), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r10), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r11 > 0 THEN idfs[11] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r11), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r11), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r12 > 0 THEN idfs[12] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r12), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r12), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r13 > 0 THEN idfs[13] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r13), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r13), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r14 > 0 THEN idfs[14] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r14), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r14), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r15 > 0 THEN idfs[15] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r15), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r15), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r16 > 0 THEN idfs[16] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r16), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r16), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r17 > 0 THEN idfs[17] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r17), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r17), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r18 > 0 THEN idfs[18] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r18), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r18), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r19 > 0 THEN idfs[19] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r19), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r19), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r20 > 0 THEN idfs[20] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r20), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r20), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r21 > 0 THEN idfs[21] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r21), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r21), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r22 > 0 THEN idfs[22] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r22), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r22), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r23 > 0 THEN idfs[23] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r23), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r23), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r24 > 0 THEN idfs[24] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r24), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r24), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
                            )::double precision AS score
                     FROM term_frequencies AS t
                 )
@@ -794,16 +812,69 @@ BEGIN
         RETURN;
     END IF;
     IF any_dense OR all_dense THEN
+        -- The dense walk's query (the dense_walk CTEs below): the dense
+        -- pass's; when both are dense and the rarest held lexeme is required
+        -- by all_q (scan_q always ORs it), scan_q alone, since every all-terms
+        -- match then matches scan_q; otherwise the OR of both.
+        walk_q := CASE WHEN NOT all_dense THEN scan_q
+                       WHEN NOT any_dense THEN all_q
+                       WHEN term_keys[1] = ANY (all_keys) THEN scan_q
+                       ELSE scan_q OPERATOR(pg_catalog.||) all_q END;
+        walk_is_scan := any_dense AND walk_q OPERATOR(pg_catalog.=) scan_q;
+        walk_is_all := all_dense AND walk_q OPERATOR(pg_catalog.=) all_q;
+    END IF;
+    -- A dense pass of a team without exchange context and a query of at most
+    -- 8 scored lexemes runs the 8-lexeme GIN statement below, which has the
+    -- dense ways too (session 14: this statement's 24 unrolled terms and
+    -- context CTEs cost more to start and run than the walk it saved).
+    IF (any_dense OR all_dense) AND (grouped OR term_count > 8) THEN
         RETURN QUERY
-            -- A larger team with a dense pass (any_dense or all_dense): the GIN
-            -- passes, each with its dense way (the team's documents in heap order,
+            -- A larger team with a dense pass (any_dense or all_dense) and
+            -- exchange context or more than 8 scored lexemes: the GIN passes,
+            -- each with its dense way (the team's documents in heap order,
             -- search_documents_team_order_idx), in the 24-lexeme width (a query of
             -- at most 8 scored lexemes gets the same sums). A statement of its own,
             -- so that the other calls do not initialise the dense scans.
+            -- The dense ways of both passes (search_documents_team_order_idx,
+            -- migration 0053): one walk of the team's eligible documents in
+            -- heap order, keeping those that match a dense pass's query. A CTE
+            -- is read on demand: each pass takes its first `budget` matches in
+            -- that order, the rows a walk of its own would take; when both
+            -- passes are dense the team is walked once, as far as the further
+            -- pass needs, not twice (session 14: the all-terms walk of a
+            -- common-lexeme query read most of a large team again). Never run
+            -- when no pass is dense (its readers' one-time filters are false).
+            WITH dense_walk AS MATERIALIZED (
+                SELECT d.document_id, d.subject_id, d.search_vector, d.source_group, d.sequence_number,
+                       -- each row is tested once against walk_q, and against
+                       -- the other pass's query only when walk_q is not it
+                       any_dense AND (walk_is_scan OR (d.search_vector @@ scan_q) IS TRUE) AS is_any,
+                       all_dense AND (walk_is_all OR (d.search_vector @@ all_q) IS TRUE) AS is_all
+                FROM dm_private.search_documents AS d
+                WHERE dm_private.search_team_order_key(d.team_id) = team
+                  AND (d.team_id = team) IS TRUE
+                  AND (d.search_vector @@ walk_q) IS TRUE
+                  AND d.subject_kind = 'evidence'
+                  AND d.is_recallable
+                  AND d.owner_profile_id <> ALL (disabled)
+                  AND (d.valid_from IS NULL OR d.valid_from <= valid_at)
+                  AND (d.valid_to IS NULL OR d.valid_to > valid_at)
+                  AND (d.known_from IS NULL OR d.known_from <= known_at)
+                  AND (d.known_to IS NULL OR d.known_to > known_at)
+                  AND d.policy_labels <@ scopes
+                  AND (source_groups IS NULL OR d.source_group = ANY (source_groups))
+                  AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
+                  AND (created_after IS NULL OR d.source_created_at >= created_after)
+                  AND (created_before IS NULL OR d.source_created_at < created_before)
+                  AND (NOT has_window OR (d.source_created_at IS NOT NULL
+                                          AND (window_from IS NULL OR d.source_created_at >= window_from)
+                                          AND (window_to IS NULL OR d.source_created_at <= window_to)))
+                  AND d.subject_id <> ALL (known_ids)
+            ),
             -- read once (by own_matched), so not materialised: its rows go
             -- straight into own_matched's store, one tuplestore copy of each
             -- candidate and its tsvector less (session 8)
-            WITH any_pass AS NOT MATERIALIZED (
+            any_pass AS NOT MATERIALIZED (
                 -- the keyed way: a bitmap of the lexemes' documents
                 (SELECT d.document_id, d.subject_id, d.search_vector, d.source_group, d.sequence_number
                 FROM dm_private.search_documents AS d
@@ -839,31 +910,9 @@ BEGIN
                 LIMIT budget)
                 UNION ALL
                 -- the dense way: the same first rows in heap order
-                (SELECT d.document_id, d.subject_id, d.search_vector, d.source_group, d.sequence_number
-                FROM dm_private.search_documents AS d
-                WHERE scan_q IS NOT NULL
-                  AND NOT small_team
-                  AND any_dense
-                  -- dense: the team's documents in heap order (migration 0053)
-                  AND dm_private.search_team_order_key(d.team_id) = team
-                  AND (d.team_id = team) IS TRUE
-                  AND (d.search_vector @@ scan_q) IS TRUE
-                  AND d.subject_kind = 'evidence'
-                  AND d.is_recallable
-                  AND d.owner_profile_id <> ALL (disabled)
-                  AND (d.valid_from IS NULL OR d.valid_from <= valid_at)
-                  AND (d.valid_to IS NULL OR d.valid_to > valid_at)
-                  AND (d.known_from IS NULL OR d.known_from <= known_at)
-                  AND (d.known_to IS NULL OR d.known_to > known_at)
-                  AND d.policy_labels <@ scopes
-                  AND (source_groups IS NULL OR d.source_group = ANY (source_groups))
-                  AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
-                  AND (created_after IS NULL OR d.source_created_at >= created_after)
-                  AND (created_before IS NULL OR d.source_created_at < created_before)
-                  AND (NOT has_window OR (d.source_created_at IS NOT NULL
-                                          AND (window_from IS NULL OR d.source_created_at >= window_from)
-                                          AND (window_to IS NULL OR d.source_created_at <= window_to)))
-                  AND d.subject_id <> ALL (known_ids)
+                (SELECT w.document_id, w.subject_id, w.search_vector, w.source_group, w.sequence_number
+                FROM dense_walk AS w
+                WHERE any_dense AND w.is_any
                 LIMIT budget)
             ),
             all_pass AS MATERIALIZED (
@@ -896,30 +945,9 @@ BEGIN
                 LIMIT budget)
                 UNION ALL
                 -- the dense way (all_dense): the same first rows in heap order
-                (SELECT d.document_id, d.subject_id, d.search_vector, d.source_group, d.sequence_number
-                FROM dm_private.search_documents AS d
-                WHERE all_pass_needed
-                  AND NOT small_team
-                  AND all_dense
-                  AND dm_private.search_team_order_key(d.team_id) = team
-                  AND (d.team_id = team) IS TRUE
-                  AND (d.search_vector @@ all_q) IS TRUE
-                  AND d.subject_kind = 'evidence'
-                  AND d.is_recallable
-                  AND d.owner_profile_id <> ALL (disabled)
-                  AND (d.valid_from IS NULL OR d.valid_from <= valid_at)
-                  AND (d.valid_to IS NULL OR d.valid_to > valid_at)
-                  AND (d.known_from IS NULL OR d.known_from <= known_at)
-                  AND (d.known_to IS NULL OR d.known_to > known_at)
-                  AND d.policy_labels <@ scopes
-                  AND (source_groups IS NULL OR d.source_group = ANY (source_groups))
-                  AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
-                  AND (created_after IS NULL OR d.source_created_at >= created_after)
-                  AND (created_before IS NULL OR d.source_created_at < created_before)
-                  AND (NOT has_window OR (d.source_created_at IS NOT NULL
-                                          AND (window_from IS NULL OR d.source_created_at >= window_from)
-                                          AND (window_to IS NULL OR d.source_created_at <= window_to)))
-                  AND d.subject_id <> ALL (known_ids)
+                (SELECT w.document_id, w.subject_id, w.search_vector, w.source_group, w.sequence_number
+                FROM dense_walk AS w
+                WHERE all_dense AND w.is_all
                 LIMIT budget)
                 UNION ALL
                 -- any other all_q (or, exclusions): the (team_id, search_vector) index
@@ -1066,68 +1094,73 @@ BEGIN
                             OR (c.match_2 AND c.sequence_2 >= c.sequence_number - context_radius)))
             ),
             term_frequencies AS (
-                -- ts_rank of a one-lexeme query with unit weights is
-                -- sum(1/i^2, i = 1..tf) / (pi^2/6), so tf is recovered from the
-                -- remainder of that series (about 1/(tf + 0.5)): one binary search
-                -- in the tsvector per query lexeme, unrolled (a per-row subquery
-                -- over the lexemes costs five times as much). OFFSET 0 keeps each
-                -- tf computed once.
+                -- ts_rank of each one-lexeme query (r1, r2, ...): one binary search in
+                -- the tsvector per query lexeme, unrolled (a per-row subquery over
+                -- the lexemes costs five times as much); the scorer recovers tf
+                -- from it. OFFSET 0 keeps each computed once.
                 SELECT m.document_id, m.subject_id,
                        k1 * (1.0 - b + b * pg_catalog.length(m.search_vector) / average_length) AS norm,
-                           CASE WHEN term_count >= 1 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[1], 0)), 1e-6) - 0.5) END AS tf1,
-                           CASE WHEN term_count >= 2 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[2], 0)), 1e-6) - 0.5) END AS tf2,
-                           CASE WHEN term_count >= 3 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[3], 0)), 1e-6) - 0.5) END AS tf3,
-                           CASE WHEN term_count >= 4 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[4], 0)), 1e-6) - 0.5) END AS tf4,
-                           CASE WHEN term_count >= 5 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[5], 0)), 1e-6) - 0.5) END AS tf5,
-                           CASE WHEN term_count >= 6 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[6], 0)), 1e-6) - 0.5) END AS tf6,
-                           CASE WHEN term_count >= 7 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[7], 0)), 1e-6) - 0.5) END AS tf7,
-                           CASE WHEN term_count >= 8 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[8], 0)), 1e-6) - 0.5) END AS tf8,
-                           CASE WHEN term_count >= 9 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[9], 0)), 1e-6) - 0.5) END AS tf9,
-                           CASE WHEN term_count >= 10 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[10], 0)), 1e-6) - 0.5) END AS tf10,
-                           CASE WHEN term_count >= 11 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[11], 0)), 1e-6) - 0.5) END AS tf11,
-                           CASE WHEN term_count >= 12 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[12], 0)), 1e-6) - 0.5) END AS tf12,
-                           CASE WHEN term_count >= 13 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[13], 0)), 1e-6) - 0.5) END AS tf13,
-                           CASE WHEN term_count >= 14 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[14], 0)), 1e-6) - 0.5) END AS tf14,
-                           CASE WHEN term_count >= 15 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[15], 0)), 1e-6) - 0.5) END AS tf15,
-                           CASE WHEN term_count >= 16 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[16], 0)), 1e-6) - 0.5) END AS tf16,
-                           CASE WHEN term_count >= 17 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[17], 0)), 1e-6) - 0.5) END AS tf17,
-                           CASE WHEN term_count >= 18 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[18], 0)), 1e-6) - 0.5) END AS tf18,
-                           CASE WHEN term_count >= 19 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[19], 0)), 1e-6) - 0.5) END AS tf19,
-                           CASE WHEN term_count >= 20 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[20], 0)), 1e-6) - 0.5) END AS tf20,
-                           CASE WHEN term_count >= 21 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[21], 0)), 1e-6) - 0.5) END AS tf21,
-                           CASE WHEN term_count >= 22 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[22], 0)), 1e-6) - 0.5) END AS tf22,
-                           CASE WHEN term_count >= 23 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[23], 0)), 1e-6) - 0.5) END AS tf23,
-                           CASE WHEN term_count >= 24 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[24], 0)), 1e-6) - 0.5) END AS tf24
+                           CASE WHEN term_count >= 1 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[1], 0) END AS r1,
+                           CASE WHEN term_count >= 2 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[2], 0) END AS r2,
+                           CASE WHEN term_count >= 3 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[3], 0) END AS r3,
+                           CASE WHEN term_count >= 4 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[4], 0) END AS r4,
+                           CASE WHEN term_count >= 5 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[5], 0) END AS r5,
+                           CASE WHEN term_count >= 6 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[6], 0) END AS r6,
+                           CASE WHEN term_count >= 7 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[7], 0) END AS r7,
+                           CASE WHEN term_count >= 8 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[8], 0) END AS r8,
+                           CASE WHEN term_count >= 9 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[9], 0) END AS r9,
+                           CASE WHEN term_count >= 10 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[10], 0) END AS r10,
+                           CASE WHEN term_count >= 11 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[11], 0) END AS r11,
+                           CASE WHEN term_count >= 12 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[12], 0) END AS r12,
+                           CASE WHEN term_count >= 13 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[13], 0) END AS r13,
+                           CASE WHEN term_count >= 14 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[14], 0) END AS r14,
+                           CASE WHEN term_count >= 15 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[15], 0) END AS r15,
+                           CASE WHEN term_count >= 16 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[16], 0) END AS r16,
+                           CASE WHEN term_count >= 17 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[17], 0) END AS r17,
+                           CASE WHEN term_count >= 18 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[18], 0) END AS r18,
+                           CASE WHEN term_count >= 19 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[19], 0) END AS r19,
+                           CASE WHEN term_count >= 20 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[20], 0) END AS r20,
+                           CASE WHEN term_count >= 21 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[21], 0) END AS r21,
+                           CASE WHEN term_count >= 22 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[22], 0) END AS r22,
+                           CASE WHEN term_count >= 23 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[23], 0) END AS r23,
+                           CASE WHEN term_count >= 24 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[24], 0) END AS r24
                 FROM matched AS m
                 OFFSET 0
             ),
             scored AS (
+                -- ts_rank of a one-lexeme query with unit weights is
+                -- sum(1/i^2, i = 1..tf) / (pi^2/6), so tf is recovered from the
+                -- remainder of that series (about 1/(tf + 0.5)). A lexeme the
+                -- document does not hold (ts_rank 0: tf 0) adds exactly 0.0, and one
+                -- beyond term_count (NULL) too, so only the held lexemes' tf is
+                -- recovered and weighed (session 14: a candidate holds one or two of
+                -- the query's lexemes; the same sums as weighing every lexeme).
                 SELECT t.document_id, t.subject_id,
                        (
-                         CASE WHEN term_count >= 1 THEN COALESCE(idfs[1] * t.tf1 / (t.tf1 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 2 THEN COALESCE(idfs[2] * t.tf2 / (t.tf2 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 3 THEN COALESCE(idfs[3] * t.tf3 / (t.tf3 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 4 THEN COALESCE(idfs[4] * t.tf4 / (t.tf4 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 5 THEN COALESCE(idfs[5] * t.tf5 / (t.tf5 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 6 THEN COALESCE(idfs[6] * t.tf6 / (t.tf6 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 7 THEN COALESCE(idfs[7] * t.tf7 / (t.tf7 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 8 THEN COALESCE(idfs[8] * t.tf8 / (t.tf8 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 9 THEN COALESCE(idfs[9] * t.tf9 / (t.tf9 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 10 THEN COALESCE(idfs[10] * t.tf10 / (t.tf10 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 11 THEN COALESCE(idfs[11] * t.tf11 / (t.tf11 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 12 THEN COALESCE(idfs[12] * t.tf12 / (t.tf12 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 13 THEN COALESCE(idfs[13] * t.tf13 / (t.tf13 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 14 THEN COALESCE(idfs[14] * t.tf14 / (t.tf14 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 15 THEN COALESCE(idfs[15] * t.tf15 / (t.tf15 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 16 THEN COALESCE(idfs[16] * t.tf16 / (t.tf16 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 17 THEN COALESCE(idfs[17] * t.tf17 / (t.tf17 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 18 THEN COALESCE(idfs[18] * t.tf18 / (t.tf18 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 19 THEN COALESCE(idfs[19] * t.tf19 / (t.tf19 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 20 THEN COALESCE(idfs[20] * t.tf20 / (t.tf20 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 21 THEN COALESCE(idfs[21] * t.tf21 / (t.tf21 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 22 THEN COALESCE(idfs[22] * t.tf22 / (t.tf22 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 23 THEN COALESCE(idfs[23] * t.tf23 / (t.tf23 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 24 THEN COALESCE(idfs[24] * t.tf24 / (t.tf24 + t.norm), 0.0) ELSE 0.0 END
+                         CASE WHEN t.r1 > 0 THEN idfs[1] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r1), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r1), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r2 > 0 THEN idfs[2] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r2), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r2), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r3 > 0 THEN idfs[3] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r3), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r3), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r4 > 0 THEN idfs[4] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r4), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r4), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r5 > 0 THEN idfs[5] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r5), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r5), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r6 > 0 THEN idfs[6] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r6), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r6), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r7 > 0 THEN idfs[7] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r7), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r7), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r8 > 0 THEN idfs[8] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r8), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r8), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r9 > 0 THEN idfs[9] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r9), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r9), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r10 > 0 THEN idfs[10] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r10), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r10), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r11 > 0 THEN idfs[11] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r11), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r11), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r12 > 0 THEN idfs[12] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r12), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r12), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r13 > 0 THEN idfs[13] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r13), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r13), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r14 > 0 THEN idfs[14] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r14), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r14), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r15 > 0 THEN idfs[15] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r15), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r15), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r16 > 0 THEN idfs[16] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r16), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r16), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r17 > 0 THEN idfs[17] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r17), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r17), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r18 > 0 THEN idfs[18] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r18), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r18), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r19 > 0 THEN idfs[19] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r19), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r19), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r20 > 0 THEN idfs[20] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r20), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r20), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r21 > 0 THEN idfs[21] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r21), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r21), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r22 > 0 THEN idfs[22] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r22), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r22), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r23 > 0 THEN idfs[23] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r23), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r23), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r24 > 0 THEN idfs[24] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r24), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r24), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
                        )::double precision AS score
                 FROM term_frequencies AS t
             )
@@ -1144,14 +1177,14 @@ BEGIN
                   ORDER BY s.score DESC, s.subject_id
                   LIMIT cap) AS r
             ORDER BY r.score DESC, r.subject_id;
-    ELSIF term_count <= 4 AND NOT grouped AND NOT all_pass_needed THEN
+    ELSIF term_count <= 4 AND NOT grouped AND NOT all_pass_needed AND NOT any_dense THEN
         RETURN QUERY
             -- The next statement with the scorer unrolled to 4 query lexemes
             -- (session 9): most bench queries have 2-4. Executor start-up
             -- compiles every unrolled term whether it is used or not; the
             -- left-out terms 5-8 would add +0.0 (scores are never -0.0), so
             -- the sums are the same bits.
-            -- The any-term pass computes each candidate's term frequencies
+            -- The any-term pass computes each candidate's ts_rank per lexeme
             -- and length norm as it reads the row (session 9): the scan node
             -- projects them, so no subquery layer between the pass's LIMIT
             -- and the scorer copies every candidate and its tsvector again
@@ -1159,18 +1192,16 @@ BEGIN
             -- scored). The pass's one-time filter (scan_q present, not a
             -- small team) is what this branch of the IF already holds, so
             -- the statement does not test it: no Result node per row.
-            -- ts_rank of a one-lexeme query with unit weights is
-            -- sum(1/i^2, i = 1..tf) / (pi^2/6), so tf is recovered from the
-            -- remainder of that series (about 1/(tf + 0.5)): one binary search
-            -- in the tsvector per query lexeme, unrolled (a per-row subquery
-            -- over the lexemes costs five times as much).
+            -- The scan projects each query lexeme's ts_rank (one binary search in
+            -- the tsvector per query lexeme, unrolled: a per-row subquery over
+            -- the lexemes costs five times as much); the scorer recovers tf from it.
             WITH any_pass AS NOT MATERIALIZED (
                 SELECT d.document_id, d.subject_id,
                        k1 * (1.0 - b + b * pg_catalog.length(d.search_vector) / average_length) AS norm,
-                       CASE WHEN term_count >= 1 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq1, 0)), 1e-6) - 0.5) END AS tf1,
-                       CASE WHEN term_count >= 2 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq2, 0)), 1e-6) - 0.5) END AS tf2,
-                       CASE WHEN term_count >= 3 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq3, 0)), 1e-6) - 0.5) END AS tf3,
-                       CASE WHEN term_count >= 4 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq4, 0)), 1e-6) - 0.5) END AS tf4
+                       CASE WHEN term_count >= 1 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq1, 0) END AS r1,
+                       CASE WHEN term_count >= 2 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq2, 0) END AS r2,
+                       CASE WHEN term_count >= 3 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq3, 0) END AS r3,
+                       CASE WHEN term_count >= 4 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq4, 0) END AS r4
                 FROM dm_private.search_documents AS d
                 -- the keys select exactly the team's documents holding one of
                 -- scan_q's lexemes (plus, on a prefix collision, another
@@ -1201,12 +1232,19 @@ BEGIN
                 LIMIT budget
             ),
             scored AS (
+                -- ts_rank of a one-lexeme query with unit weights is
+                -- sum(1/i^2, i = 1..tf) / (pi^2/6), so tf is recovered from the
+                -- remainder of that series (about 1/(tf + 0.5)). A lexeme the
+                -- document does not hold (ts_rank 0: tf 0) adds exactly 0.0, and one
+                -- beyond term_count (NULL) too, so only the held lexemes' tf is
+                -- recovered and weighed (session 14: a candidate holds one or two of
+                -- the query's lexemes; the same sums as weighing every lexeme).
                 SELECT t.document_id, t.subject_id,
                        (
-                         CASE WHEN term_count >= 1 THEN COALESCE(tw1 * t.tf1 / (t.tf1 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 2 THEN COALESCE(tw2 * t.tf2 / (t.tf2 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 3 THEN COALESCE(tw3 * t.tf3 / (t.tf3 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 4 THEN COALESCE(tw4 * t.tf4 / (t.tf4 + t.norm), 0.0) ELSE 0.0 END
+                         CASE WHEN t.r1 > 0 THEN tw1 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r1), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r1), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r2 > 0 THEN tw2 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r2), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r2), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r3 > 0 THEN tw3 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r3), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r3), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r4 > 0 THEN tw4 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r4), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r4), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
                        )::double precision AS score
                 FROM any_pass AS t
             )
@@ -1223,7 +1261,7 @@ BEGIN
                   ORDER BY s.score DESC, s.subject_id
                   LIMIT cap) AS r
             ORDER BY r.score DESC, r.subject_id;
-    ELSIF term_count <= 8 AND NOT grouped AND NOT all_pass_needed THEN
+    ELSIF term_count <= 8 AND NOT grouped AND NOT all_pass_needed AND NOT any_dense THEN
         RETURN QUERY
             -- A larger team: the any-term GIN pass alone, without the exchange
             -- context (as the next statement), when the all-terms pass is not
@@ -1231,7 +1269,7 @@ BEGIN
             -- next statement's all_pass is empty and own_matched is any_pass.
             -- Its own statement (session 8), so that these calls (most) do not
             -- initialise the all-terms scans and the anti-join.
-            -- The any-term pass computes each candidate's term frequencies
+            -- The any-term pass computes each candidate's ts_rank per lexeme
             -- and length norm as it reads the row (session 9): the scan node
             -- projects them, so no subquery layer between the pass's LIMIT
             -- and the scorer copies every candidate and its tsvector again
@@ -1239,22 +1277,20 @@ BEGIN
             -- scored). The pass's one-time filter (scan_q present, not a
             -- small team) is what this branch of the IF already holds, so
             -- the statement does not test it: no Result node per row.
-            -- ts_rank of a one-lexeme query with unit weights is
-            -- sum(1/i^2, i = 1..tf) / (pi^2/6), so tf is recovered from the
-            -- remainder of that series (about 1/(tf + 0.5)): one binary search
-            -- in the tsvector per query lexeme, unrolled (a per-row subquery
-            -- over the lexemes costs five times as much).
+            -- The scan projects each query lexeme's ts_rank (one binary search in
+            -- the tsvector per query lexeme, unrolled: a per-row subquery over
+            -- the lexemes costs five times as much); the scorer recovers tf from it.
             WITH any_pass AS NOT MATERIALIZED (
                 SELECT d.document_id, d.subject_id,
                        k1 * (1.0 - b + b * pg_catalog.length(d.search_vector) / average_length) AS norm,
-                       CASE WHEN term_count >= 1 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq1, 0)), 1e-6) - 0.5) END AS tf1,
-                       CASE WHEN term_count >= 2 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq2, 0)), 1e-6) - 0.5) END AS tf2,
-                       CASE WHEN term_count >= 3 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq3, 0)), 1e-6) - 0.5) END AS tf3,
-                       CASE WHEN term_count >= 4 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq4, 0)), 1e-6) - 0.5) END AS tf4,
-                       CASE WHEN term_count >= 5 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq5, 0)), 1e-6) - 0.5) END AS tf5,
-                       CASE WHEN term_count >= 6 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq6, 0)), 1e-6) - 0.5) END AS tf6,
-                       CASE WHEN term_count >= 7 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq7, 0)), 1e-6) - 0.5) END AS tf7,
-                       CASE WHEN term_count >= 8 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq8, 0)), 1e-6) - 0.5) END AS tf8
+                       CASE WHEN term_count >= 1 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq1, 0) END AS r1,
+                       CASE WHEN term_count >= 2 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq2, 0) END AS r2,
+                       CASE WHEN term_count >= 3 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq3, 0) END AS r3,
+                       CASE WHEN term_count >= 4 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq4, 0) END AS r4,
+                       CASE WHEN term_count >= 5 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq5, 0) END AS r5,
+                       CASE WHEN term_count >= 6 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq6, 0) END AS r6,
+                       CASE WHEN term_count >= 7 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq7, 0) END AS r7,
+                       CASE WHEN term_count >= 8 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq8, 0) END AS r8
                 FROM dm_private.search_documents AS d
                 -- the keys select exactly the team's documents holding one of
                 -- scan_q's lexemes (plus, on a prefix collision, another
@@ -1285,16 +1321,23 @@ BEGIN
                 LIMIT budget
             ),
             scored AS (
+                -- ts_rank of a one-lexeme query with unit weights is
+                -- sum(1/i^2, i = 1..tf) / (pi^2/6), so tf is recovered from the
+                -- remainder of that series (about 1/(tf + 0.5)). A lexeme the
+                -- document does not hold (ts_rank 0: tf 0) adds exactly 0.0, and one
+                -- beyond term_count (NULL) too, so only the held lexemes' tf is
+                -- recovered and weighed (session 14: a candidate holds one or two of
+                -- the query's lexemes; the same sums as weighing every lexeme).
                 SELECT t.document_id, t.subject_id,
                        (
-                         CASE WHEN term_count >= 1 THEN COALESCE(tw1 * t.tf1 / (t.tf1 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 2 THEN COALESCE(tw2 * t.tf2 / (t.tf2 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 3 THEN COALESCE(tw3 * t.tf3 / (t.tf3 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 4 THEN COALESCE(tw4 * t.tf4 / (t.tf4 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 5 THEN COALESCE(tw5 * t.tf5 / (t.tf5 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 6 THEN COALESCE(tw6 * t.tf6 / (t.tf6 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 7 THEN COALESCE(tw7 * t.tf7 / (t.tf7 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 8 THEN COALESCE(tw8 * t.tf8 / (t.tf8 + t.norm), 0.0) ELSE 0.0 END
+                         CASE WHEN t.r1 > 0 THEN tw1 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r1), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r1), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r2 > 0 THEN tw2 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r2), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r2), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r3 > 0 THEN tw3 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r3), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r3), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r4 > 0 THEN tw4 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r4), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r4), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r5 > 0 THEN tw5 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r5), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r5), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r6 > 0 THEN tw6 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r6), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r6), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r7 > 0 THEN tw7 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r7), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r7), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r8 > 0 THEN tw8 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r8), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r8), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
                        )::double precision AS score
                 FROM any_pass AS t
             )
@@ -1319,14 +1362,51 @@ BEGIN
             -- and matched is own_matched). Its own statement (session 8), so
             -- that these calls neither initialise the context's scans, windows
             -- and sorts nor copy every candidate into own_matched's store.
+            -- The dense ways of both passes (search_documents_team_order_idx,
+            -- migration 0053): one walk of the team's eligible documents in
+            -- heap order, keeping those that match a dense pass's query. A CTE
+            -- is read on demand: each pass takes its first `budget` matches in
+            -- that order, the rows a walk of its own would take; when both
+            -- passes are dense the team is walked once, as far as the further
+            -- pass needs, not twice (session 14: the all-terms walk of a
+            -- common-lexeme query read most of a large team again). Never run
+            -- when no pass is dense (its readers' one-time filters are false).
+            WITH dense_walk AS MATERIALIZED (
+                SELECT d.document_id, d.subject_id, d.search_vector, d.source_group, d.sequence_number,
+                       -- each row is tested once against walk_q, and against
+                       -- the other pass's query only when walk_q is not it
+                       any_dense AND (walk_is_scan OR (d.search_vector @@ scan_q) IS TRUE) AS is_any,
+                       all_dense AND (walk_is_all OR (d.search_vector @@ all_q) IS TRUE) AS is_all
+                FROM dm_private.search_documents AS d
+                WHERE dm_private.search_team_order_key(d.team_id) = team
+                  AND (d.team_id = team) IS TRUE
+                  AND (d.search_vector @@ walk_q) IS TRUE
+                  AND d.subject_kind = 'evidence'
+                  AND d.is_recallable
+                  AND d.owner_profile_id <> ALL (disabled)
+                  AND (d.valid_from IS NULL OR d.valid_from <= valid_at)
+                  AND (d.valid_to IS NULL OR d.valid_to > valid_at)
+                  AND (d.known_from IS NULL OR d.known_from <= known_at)
+                  AND (d.known_to IS NULL OR d.known_to > known_at)
+                  AND d.policy_labels <@ scopes
+                  AND (source_groups IS NULL OR d.source_group = ANY (source_groups))
+                  AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
+                  AND (created_after IS NULL OR d.source_created_at >= created_after)
+                  AND (created_before IS NULL OR d.source_created_at < created_before)
+                  AND (NOT has_window OR (d.source_created_at IS NOT NULL
+                                          AND (window_from IS NULL OR d.source_created_at >= window_from)
+                                          AND (window_to IS NULL OR d.source_created_at <= window_to)))
+                  AND d.subject_id <> ALL (known_ids)
+            ),
             -- read once (by own_matched), so not materialised: its rows go
             -- straight into own_matched's store, one tuplestore copy of each
             -- candidate and its tsvector less (session 8)
-            WITH any_pass AS NOT MATERIALIZED (
-                SELECT d.document_id, d.subject_id, d.search_vector, d.source_group, d.sequence_number
+            any_pass AS NOT MATERIALIZED (
+                (SELECT d.document_id, d.subject_id, d.search_vector, d.source_group, d.sequence_number
                 FROM dm_private.search_documents AS d
                 WHERE scan_q IS NOT NULL
                   AND NOT small_team
+                  AND NOT any_dense
                   -- the keys select exactly the team's documents holding one of
                   -- scan_q's lexemes (plus, on a prefix collision, another
                   -- team's, which the team predicate drops): within the team
@@ -1353,7 +1433,13 @@ BEGIN
                                           AND (window_from IS NULL OR d.source_created_at >= window_from)
                                           AND (window_to IS NULL OR d.source_created_at <= window_to)))
                   AND d.subject_id <> ALL (known_ids)
-                LIMIT budget
+                LIMIT budget)
+                UNION ALL
+                -- the dense way: the same first rows in heap order
+                (SELECT w.document_id, w.subject_id, w.search_vector, w.source_group, w.sequence_number
+                FROM dense_walk AS w
+                WHERE any_dense AND w.is_any
+                LIMIT budget)
             ),
             all_pass AS MATERIALIZED (
                 -- the keyed way (all_keys: every lexeme of all_q is required)
@@ -1362,6 +1448,7 @@ BEGIN
                 WHERE all_pass_needed
                   AND NOT small_team
                   AND all_keys IS NOT NULL
+                  AND NOT all_dense
                   AND dm_private.search_team_lexemes(d.team_id, d.search_vector) OPERATOR(pg_catalog.@>) all_keys
                   AND (d.team_id = team) IS TRUE
                   AND (d.search_vector @@ all_q) IS TRUE
@@ -1381,6 +1468,12 @@ BEGIN
                                           AND (window_from IS NULL OR d.source_created_at >= window_from)
                                           AND (window_to IS NULL OR d.source_created_at <= window_to)))
                   AND d.subject_id <> ALL (known_ids)
+                LIMIT budget)
+                UNION ALL
+                -- the dense way (all_dense): the same first rows in heap order
+                (SELECT w.document_id, w.subject_id, w.search_vector, w.source_group, w.sequence_number
+                FROM dense_walk AS w
+                WHERE all_dense AND w.is_all
                 LIMIT budget)
                 UNION ALL
                 -- any other all_q (or, exclusions): the (team_id, search_vector) index
@@ -1421,36 +1514,41 @@ BEGIN
                 WHERE a.document_id NOT IN (SELECT b.document_id FROM all_pass AS b)
             ),
             term_frequencies AS (
-                -- ts_rank of a one-lexeme query with unit weights is
-                -- sum(1/i^2, i = 1..tf) / (pi^2/6), so tf is recovered from the
-                -- remainder of that series (about 1/(tf + 0.5)): one binary search
-                -- in the tsvector per query lexeme, unrolled (a per-row subquery
-                -- over the lexemes costs five times as much). OFFSET 0 keeps each
-                -- tf computed once.
+                -- ts_rank of each one-lexeme query (r1, r2, ...): one binary search in
+                -- the tsvector per query lexeme, unrolled (a per-row subquery over
+                -- the lexemes costs five times as much); the scorer recovers tf
+                -- from it. OFFSET 0 keeps each computed once.
                 SELECT m.document_id, m.subject_id,
                        k1 * (1.0 - b + b * pg_catalog.length(m.search_vector) / average_length) AS norm,
-                           CASE WHEN term_count >= 1 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq1, 0)), 1e-6) - 0.5) END AS tf1,
-                           CASE WHEN term_count >= 2 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq2, 0)), 1e-6) - 0.5) END AS tf2,
-                           CASE WHEN term_count >= 3 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq3, 0)), 1e-6) - 0.5) END AS tf3,
-                           CASE WHEN term_count >= 4 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq4, 0)), 1e-6) - 0.5) END AS tf4,
-                           CASE WHEN term_count >= 5 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq5, 0)), 1e-6) - 0.5) END AS tf5,
-                           CASE WHEN term_count >= 6 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq6, 0)), 1e-6) - 0.5) END AS tf6,
-                           CASE WHEN term_count >= 7 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq7, 0)), 1e-6) - 0.5) END AS tf7,
-                           CASE WHEN term_count >= 8 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq8, 0)), 1e-6) - 0.5) END AS tf8
+                           CASE WHEN term_count >= 1 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq1, 0) END AS r1,
+                           CASE WHEN term_count >= 2 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq2, 0) END AS r2,
+                           CASE WHEN term_count >= 3 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq3, 0) END AS r3,
+                           CASE WHEN term_count >= 4 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq4, 0) END AS r4,
+                           CASE WHEN term_count >= 5 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq5, 0) END AS r5,
+                           CASE WHEN term_count >= 6 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq6, 0) END AS r6,
+                           CASE WHEN term_count >= 7 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq7, 0) END AS r7,
+                           CASE WHEN term_count >= 8 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq8, 0) END AS r8
                 FROM own_matched AS m
                 OFFSET 0
             ),
             scored AS (
+                -- ts_rank of a one-lexeme query with unit weights is
+                -- sum(1/i^2, i = 1..tf) / (pi^2/6), so tf is recovered from the
+                -- remainder of that series (about 1/(tf + 0.5)). A lexeme the
+                -- document does not hold (ts_rank 0: tf 0) adds exactly 0.0, and one
+                -- beyond term_count (NULL) too, so only the held lexemes' tf is
+                -- recovered and weighed (session 14: a candidate holds one or two of
+                -- the query's lexemes; the same sums as weighing every lexeme).
                 SELECT t.document_id, t.subject_id,
                        (
-                         CASE WHEN term_count >= 1 THEN COALESCE(tw1 * t.tf1 / (t.tf1 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 2 THEN COALESCE(tw2 * t.tf2 / (t.tf2 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 3 THEN COALESCE(tw3 * t.tf3 / (t.tf3 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 4 THEN COALESCE(tw4 * t.tf4 / (t.tf4 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 5 THEN COALESCE(tw5 * t.tf5 / (t.tf5 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 6 THEN COALESCE(tw6 * t.tf6 / (t.tf6 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 7 THEN COALESCE(tw7 * t.tf7 / (t.tf7 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 8 THEN COALESCE(tw8 * t.tf8 / (t.tf8 + t.norm), 0.0) ELSE 0.0 END
+                         CASE WHEN t.r1 > 0 THEN tw1 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r1), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r1), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r2 > 0 THEN tw2 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r2), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r2), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r3 > 0 THEN tw3 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r3), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r3), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r4 > 0 THEN tw4 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r4), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r4), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r5 > 0 THEN tw5 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r5), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r5), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r6 > 0 THEN tw6 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r6), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r6), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r7 > 0 THEN tw7 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r7), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r7), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r8 > 0 THEN tw8 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r8), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r8), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
                        )::double precision AS score
                 FROM term_frequencies AS t
             )
@@ -1678,36 +1776,41 @@ BEGIN
                             OR (c.match_2 AND c.sequence_2 >= c.sequence_number - context_radius)))
             ),
             term_frequencies AS (
-                -- ts_rank of a one-lexeme query with unit weights is
-                -- sum(1/i^2, i = 1..tf) / (pi^2/6), so tf is recovered from the
-                -- remainder of that series (about 1/(tf + 0.5)): one binary search
-                -- in the tsvector per query lexeme, unrolled (a per-row subquery
-                -- over the lexemes costs five times as much). OFFSET 0 keeps each
-                -- tf computed once.
+                -- ts_rank of each one-lexeme query (r1, r2, ...): one binary search in
+                -- the tsvector per query lexeme, unrolled (a per-row subquery over
+                -- the lexemes costs five times as much); the scorer recovers tf
+                -- from it. OFFSET 0 keeps each computed once.
                 SELECT m.document_id, m.subject_id,
                        k1 * (1.0 - b + b * pg_catalog.length(m.search_vector) / average_length) AS norm,
-                           CASE WHEN term_count >= 1 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq1, 0)), 1e-6) - 0.5) END AS tf1,
-                           CASE WHEN term_count >= 2 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq2, 0)), 1e-6) - 0.5) END AS tf2,
-                           CASE WHEN term_count >= 3 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq3, 0)), 1e-6) - 0.5) END AS tf3,
-                           CASE WHEN term_count >= 4 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq4, 0)), 1e-6) - 0.5) END AS tf4,
-                           CASE WHEN term_count >= 5 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq5, 0)), 1e-6) - 0.5) END AS tf5,
-                           CASE WHEN term_count >= 6 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq6, 0)), 1e-6) - 0.5) END AS tf6,
-                           CASE WHEN term_count >= 7 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq7, 0)), 1e-6) - 0.5) END AS tf7,
-                           CASE WHEN term_count >= 8 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq8, 0)), 1e-6) - 0.5) END AS tf8
+                           CASE WHEN term_count >= 1 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq1, 0) END AS r1,
+                           CASE WHEN term_count >= 2 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq2, 0) END AS r2,
+                           CASE WHEN term_count >= 3 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq3, 0) END AS r3,
+                           CASE WHEN term_count >= 4 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq4, 0) END AS r4,
+                           CASE WHEN term_count >= 5 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq5, 0) END AS r5,
+                           CASE WHEN term_count >= 6 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq6, 0) END AS r6,
+                           CASE WHEN term_count >= 7 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq7, 0) END AS r7,
+                           CASE WHEN term_count >= 8 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq8, 0) END AS r8
                 FROM matched AS m
                 OFFSET 0
             ),
             scored AS (
+                -- ts_rank of a one-lexeme query with unit weights is
+                -- sum(1/i^2, i = 1..tf) / (pi^2/6), so tf is recovered from the
+                -- remainder of that series (about 1/(tf + 0.5)). A lexeme the
+                -- document does not hold (ts_rank 0: tf 0) adds exactly 0.0, and one
+                -- beyond term_count (NULL) too, so only the held lexemes' tf is
+                -- recovered and weighed (session 14: a candidate holds one or two of
+                -- the query's lexemes; the same sums as weighing every lexeme).
                 SELECT t.document_id, t.subject_id,
                        (
-                         CASE WHEN term_count >= 1 THEN COALESCE(tw1 * t.tf1 / (t.tf1 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 2 THEN COALESCE(tw2 * t.tf2 / (t.tf2 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 3 THEN COALESCE(tw3 * t.tf3 / (t.tf3 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 4 THEN COALESCE(tw4 * t.tf4 / (t.tf4 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 5 THEN COALESCE(tw5 * t.tf5 / (t.tf5 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 6 THEN COALESCE(tw6 * t.tf6 / (t.tf6 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 7 THEN COALESCE(tw7 * t.tf7 / (t.tf7 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 8 THEN COALESCE(tw8 * t.tf8 / (t.tf8 + t.norm), 0.0) ELSE 0.0 END
+                         CASE WHEN t.r1 > 0 THEN tw1 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r1), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r1), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r2 > 0 THEN tw2 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r2), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r2), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r3 > 0 THEN tw3 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r3), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r3), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r4 > 0 THEN tw4 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r4), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r4), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r5 > 0 THEN tw5 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r5), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r5), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r6 > 0 THEN tw6 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r6), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r6), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r7 > 0 THEN tw7 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r7), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r7), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r8 > 0 THEN tw8 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r8), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r8), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
                        )::double precision AS score
                 FROM term_frequencies AS t
             )
@@ -1935,68 +2038,73 @@ BEGIN
                             OR (c.match_2 AND c.sequence_2 >= c.sequence_number - context_radius)))
             ),
             term_frequencies AS (
-                -- ts_rank of a one-lexeme query with unit weights is
-                -- sum(1/i^2, i = 1..tf) / (pi^2/6), so tf is recovered from the
-                -- remainder of that series (about 1/(tf + 0.5)): one binary search
-                -- in the tsvector per query lexeme, unrolled (a per-row subquery
-                -- over the lexemes costs five times as much). OFFSET 0 keeps each
-                -- tf computed once.
+                -- ts_rank of each one-lexeme query (r1, r2, ...): one binary search in
+                -- the tsvector per query lexeme, unrolled (a per-row subquery over
+                -- the lexemes costs five times as much); the scorer recovers tf
+                -- from it. OFFSET 0 keeps each computed once.
                 SELECT m.document_id, m.subject_id,
                        k1 * (1.0 - b + b * pg_catalog.length(m.search_vector) / average_length) AS norm,
-                           CASE WHEN term_count >= 1 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[1], 0)), 1e-6) - 0.5) END AS tf1,
-                           CASE WHEN term_count >= 2 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[2], 0)), 1e-6) - 0.5) END AS tf2,
-                           CASE WHEN term_count >= 3 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[3], 0)), 1e-6) - 0.5) END AS tf3,
-                           CASE WHEN term_count >= 4 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[4], 0)), 1e-6) - 0.5) END AS tf4,
-                           CASE WHEN term_count >= 5 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[5], 0)), 1e-6) - 0.5) END AS tf5,
-                           CASE WHEN term_count >= 6 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[6], 0)), 1e-6) - 0.5) END AS tf6,
-                           CASE WHEN term_count >= 7 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[7], 0)), 1e-6) - 0.5) END AS tf7,
-                           CASE WHEN term_count >= 8 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[8], 0)), 1e-6) - 0.5) END AS tf8,
-                           CASE WHEN term_count >= 9 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[9], 0)), 1e-6) - 0.5) END AS tf9,
-                           CASE WHEN term_count >= 10 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[10], 0)), 1e-6) - 0.5) END AS tf10,
-                           CASE WHEN term_count >= 11 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[11], 0)), 1e-6) - 0.5) END AS tf11,
-                           CASE WHEN term_count >= 12 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[12], 0)), 1e-6) - 0.5) END AS tf12,
-                           CASE WHEN term_count >= 13 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[13], 0)), 1e-6) - 0.5) END AS tf13,
-                           CASE WHEN term_count >= 14 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[14], 0)), 1e-6) - 0.5) END AS tf14,
-                           CASE WHEN term_count >= 15 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[15], 0)), 1e-6) - 0.5) END AS tf15,
-                           CASE WHEN term_count >= 16 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[16], 0)), 1e-6) - 0.5) END AS tf16,
-                           CASE WHEN term_count >= 17 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[17], 0)), 1e-6) - 0.5) END AS tf17,
-                           CASE WHEN term_count >= 18 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[18], 0)), 1e-6) - 0.5) END AS tf18,
-                           CASE WHEN term_count >= 19 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[19], 0)), 1e-6) - 0.5) END AS tf19,
-                           CASE WHEN term_count >= 20 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[20], 0)), 1e-6) - 0.5) END AS tf20,
-                           CASE WHEN term_count >= 21 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[21], 0)), 1e-6) - 0.5) END AS tf21,
-                           CASE WHEN term_count >= 22 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[22], 0)), 1e-6) - 0.5) END AS tf22,
-                           CASE WHEN term_count >= 23 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[23], 0)), 1e-6) - 0.5) END AS tf23,
-                           CASE WHEN term_count >= 24 THEN pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[24], 0)), 1e-6) - 0.5) END AS tf24
+                           CASE WHEN term_count >= 1 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[1], 0) END AS r1,
+                           CASE WHEN term_count >= 2 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[2], 0) END AS r2,
+                           CASE WHEN term_count >= 3 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[3], 0) END AS r3,
+                           CASE WHEN term_count >= 4 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[4], 0) END AS r4,
+                           CASE WHEN term_count >= 5 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[5], 0) END AS r5,
+                           CASE WHEN term_count >= 6 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[6], 0) END AS r6,
+                           CASE WHEN term_count >= 7 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[7], 0) END AS r7,
+                           CASE WHEN term_count >= 8 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[8], 0) END AS r8,
+                           CASE WHEN term_count >= 9 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[9], 0) END AS r9,
+                           CASE WHEN term_count >= 10 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[10], 0) END AS r10,
+                           CASE WHEN term_count >= 11 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[11], 0) END AS r11,
+                           CASE WHEN term_count >= 12 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[12], 0) END AS r12,
+                           CASE WHEN term_count >= 13 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[13], 0) END AS r13,
+                           CASE WHEN term_count >= 14 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[14], 0) END AS r14,
+                           CASE WHEN term_count >= 15 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[15], 0) END AS r15,
+                           CASE WHEN term_count >= 16 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[16], 0) END AS r16,
+                           CASE WHEN term_count >= 17 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[17], 0) END AS r17,
+                           CASE WHEN term_count >= 18 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[18], 0) END AS r18,
+                           CASE WHEN term_count >= 19 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[19], 0) END AS r19,
+                           CASE WHEN term_count >= 20 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[20], 0) END AS r20,
+                           CASE WHEN term_count >= 21 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[21], 0) END AS r21,
+                           CASE WHEN term_count >= 22 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[22], 0) END AS r22,
+                           CASE WHEN term_count >= 23 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[23], 0) END AS r23,
+                           CASE WHEN term_count >= 24 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[24], 0) END AS r24
                 FROM matched AS m
                 OFFSET 0
             ),
             scored AS (
+                -- ts_rank of a one-lexeme query with unit weights is
+                -- sum(1/i^2, i = 1..tf) / (pi^2/6), so tf is recovered from the
+                -- remainder of that series (about 1/(tf + 0.5)). A lexeme the
+                -- document does not hold (ts_rank 0: tf 0) adds exactly 0.0, and one
+                -- beyond term_count (NULL) too, so only the held lexemes' tf is
+                -- recovered and weighed (session 14: a candidate holds one or two of
+                -- the query's lexemes; the same sums as weighing every lexeme).
                 SELECT t.document_id, t.subject_id,
                        (
-                         CASE WHEN term_count >= 1 THEN COALESCE(idfs[1] * t.tf1 / (t.tf1 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 2 THEN COALESCE(idfs[2] * t.tf2 / (t.tf2 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 3 THEN COALESCE(idfs[3] * t.tf3 / (t.tf3 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 4 THEN COALESCE(idfs[4] * t.tf4 / (t.tf4 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 5 THEN COALESCE(idfs[5] * t.tf5 / (t.tf5 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 6 THEN COALESCE(idfs[6] * t.tf6 / (t.tf6 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 7 THEN COALESCE(idfs[7] * t.tf7 / (t.tf7 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 8 THEN COALESCE(idfs[8] * t.tf8 / (t.tf8 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 9 THEN COALESCE(idfs[9] * t.tf9 / (t.tf9 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 10 THEN COALESCE(idfs[10] * t.tf10 / (t.tf10 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 11 THEN COALESCE(idfs[11] * t.tf11 / (t.tf11 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 12 THEN COALESCE(idfs[12] * t.tf12 / (t.tf12 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 13 THEN COALESCE(idfs[13] * t.tf13 / (t.tf13 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 14 THEN COALESCE(idfs[14] * t.tf14 / (t.tf14 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 15 THEN COALESCE(idfs[15] * t.tf15 / (t.tf15 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 16 THEN COALESCE(idfs[16] * t.tf16 / (t.tf16 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 17 THEN COALESCE(idfs[17] * t.tf17 / (t.tf17 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 18 THEN COALESCE(idfs[18] * t.tf18 / (t.tf18 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 19 THEN COALESCE(idfs[19] * t.tf19 / (t.tf19 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 20 THEN COALESCE(idfs[20] * t.tf20 / (t.tf20 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 21 THEN COALESCE(idfs[21] * t.tf21 / (t.tf21 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 22 THEN COALESCE(idfs[22] * t.tf22 / (t.tf22 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 23 THEN COALESCE(idfs[23] * t.tf23 / (t.tf23 + t.norm), 0.0) ELSE 0.0 END
-                       + CASE WHEN term_count >= 24 THEN COALESCE(idfs[24] * t.tf24 / (t.tf24 + t.norm), 0.0) ELSE 0.0 END
+                         CASE WHEN t.r1 > 0 THEN idfs[1] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r1), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r1), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r2 > 0 THEN idfs[2] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r2), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r2), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r3 > 0 THEN idfs[3] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r3), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r3), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r4 > 0 THEN idfs[4] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r4), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r4), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r5 > 0 THEN idfs[5] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r5), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r5), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r6 > 0 THEN idfs[6] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r6), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r6), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r7 > 0 THEN idfs[7] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r7), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r7), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r8 > 0 THEN idfs[8] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r8), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r8), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r9 > 0 THEN idfs[9] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r9), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r9), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r10 > 0 THEN idfs[10] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r10), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r10), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r11 > 0 THEN idfs[11] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r11), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r11), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r12 > 0 THEN idfs[12] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r12), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r12), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r13 > 0 THEN idfs[13] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r13), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r13), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r14 > 0 THEN idfs[14] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r14), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r14), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r15 > 0 THEN idfs[15] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r15), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r15), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r16 > 0 THEN idfs[16] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r16), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r16), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r17 > 0 THEN idfs[17] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r17), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r17), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r18 > 0 THEN idfs[18] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r18), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r18), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r19 > 0 THEN idfs[19] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r19), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r19), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r20 > 0 THEN idfs[20] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r20), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r20), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r21 > 0 THEN idfs[21] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r21), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r21), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r22 > 0 THEN idfs[22] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r22), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r22), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r23 > 0 THEN idfs[23] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r23), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r23), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r24 > 0 THEN idfs[24] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r24), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r24), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
                        )::double precision AS score
                 FROM term_frequencies AS t
             )
