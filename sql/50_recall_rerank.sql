@@ -59,9 +59,20 @@
 -- inline text gave: the same expressions, the same values, the same
 -- generic plan (tests/python/test_recall_rank_scores_inlined.py checks
 -- that it is inlined). The arguments are recall_rank's per-call constants.
+-- Session 14: only the hot path runs these statements (no scored rows:
+-- explain and recall_rerank take the full statement below, which gives the
+-- same values), so the rows carry no explain-only column (branch ranks,
+-- body size and md5 key, the shown signals) and the statement that reads
+-- them also reads the pool's vectors (MMR's, below).
+DROP FUNCTION IF EXISTS dm_private.recall_rank_scores(
+    uuid, dm_private.recall_fused [], double precision, double precision, boolean, text [],
+    timestamp with time zone, jsonb, double precision, double precision, double precision, double precision,
+    double precision, text [], tsquery, double precision, double precision, double precision, double precision,
+    double precision, double precision, double precision, boolean, jsonb, double precision, double precision,
+    double precision, double precision, double precision, double precision, double precision, double precision);
 CREATE OR REPLACE FUNCTION dm_private.recall_rank_scores(
     team uuid, fused dm_private.recall_fused [], fused_best double precision, fused_worst double precision,
-    with_rows boolean, scopes text [], clock timestamp with time zone, half_lives jsonb,
+    scopes text [], clock timestamp with time zone, half_lives jsonb,
     hl_conversation double precision, hl_workflow double precision, hl_episodic double precision,
     hl_semantic double precision, hl_organizational double precision, scan_phrases text [], exact_q tsquery,
     mix_fusion double precision, mix_phrase double precision, mix_exact double precision,
@@ -71,30 +82,20 @@ CREATE OR REPLACE FUNCTION dm_private.recall_rank_scores(
     w_conf double precision, support_none double precision, temporal_none double precision)
 RETURNS TABLE (document_id uuid, evidence_id uuid, source_group text, sequence_number bigint,
     document_version integer, source_version integer, body text, relevance double precision,
-    score double precision, detail dm_private.recall_scored)
+    score double precision)
 LANGUAGE sql
 STABLE
 AS $$
     -- the sorts below carry narrow rows: what the lift, the order and
-    -- MMR read, and the other signals packed in one value, only when the
-    -- scored rows are returned (score and score_rank are set afterwards)
+    -- MMR read
     SELECT s.document_id, s.evidence_id, s.source_group, s.sequence_number,
            s.document_version, s.source_version, s.body, s.relevance,
            w_rel * s.relevance + w_rec * s.recency + w_imp * s.importance + w_frq * s.frequency
            + w_prx * s.proximity + w_conf * s.confidence
            + support_none * s.relevance
-           + temporal_none AS score,
-           CASE WHEN with_rows THEN
-               ROW(s.document_id, s.evidence_id, s.relevance::double precision, s.recency::double precision,
-                   s.importance::double precision, s.frequency::double precision,
-                   s.proximity::double precision, s.confidence::double precision,
-                   s.support::double precision, s.phrase::double precision,
-                   s.exact_terms::double precision, s.temporal::double precision, NULL::double precision,
-                   s.body_bytes::integer, s.body_key, s.fulltext_rank, s.vector_rank, s.exact_rank,
-                   s.fusion_rank, NULL::integer)::dm_private.recall_scored
-           END AS detail
+           + temporal_none AS score
     FROM (
-        SELECT a.document_id, a.evidence_id, a.fulltext_rank, a.vector_rank, a.exact_rank, a.fusion_rank,
+        SELECT a.document_id, a.evidence_id,
                a.source_group, a.sequence_number, a.document_version, a.source_version,
                (mix_fusion * COALESCE(a.fused_relevance, 0)
                 + mix_phrase * a.phrase
@@ -123,17 +124,7 @@ AS $$
                     THEN COALESCE(pg_catalog.power(0.5, (hops ->> a.evidence_id::text)::double precision), 0)
                     ELSE 0 END::double precision AS proximity,
                LEAST(1.0, GREATEST(0.0, a.confidence)) AS confidence,
-               COALESCE(NULL::double precision, 0) AS support,
-               -- shown only in the scored rows: without them, not
-               -- evaluated a second time (anchored is inlined here, so
-               -- a.phrase and a.exact_terms are their expressions, and
-               -- relevance above already evaluated them once)
-               CASE WHEN with_rows THEN a.phrase END AS phrase,
-               CASE WHEN with_rows THEN a.exact_terms END AS exact_terms,
-               COALESCE(NULL::double precision, 0.0) AS temporal,
-               a.body_bytes,
-               a.body,
-               a.body_key
+               a.body
         FROM (
             -- the fused candidates joined with their documents by primary key
             -- (team_id, document_id): without the temporal CTE nothing else
@@ -145,11 +136,6 @@ AS $$
                             CASE WHEN fused_best = fused_worst THEN 1.0
                                  ELSE (u.fused_score - fused_worst) / (fused_best - fused_worst) END)
                        AS fused_relevance,
-                   -- the branch ranks, shown only in the scored rows
-                   CASE WHEN with_rows THEN u.fulltext_rank END AS fulltext_rank,
-                   CASE WHEN with_rows THEN u.vector_rank END AS vector_rank,
-                   CASE WHEN with_rows THEN u.exact_rank END AS exact_rank,
-                   CASE WHEN with_rows THEN u.fusion_rank END AS fusion_rank,
                    x.memory_type, x.source_created_at, x.sequence_number, x.source_group,
                    x.document_version, x.source_version,
                    COALESCE(x.importance, 0.5)::double precision AS importance,
@@ -169,9 +155,7 @@ AS $$
                    CASE WHEN exact_q IS NOT NULL AND x.search_vector @@ exact_q THEN 1 ELSE 0 END AS exact_terms,
                    CASE WHEN mix_content > 0
                         THEN LEAST(1.0, pg_catalog.length(x.search_vector) / content_pivot) ELSE 0 END AS content,
-                   pg_catalog.octet_length(x.body) AS body_bytes,
-                   x.body,  -- hashed after the pool's cut (below)
-                   CASE WHEN with_rows THEN pg_catalog.md5(x.body) END AS body_key
+                   x.body  -- hashed after the pool's cut (below)
             -- the fused composites as columns of a function scan (session 13):
             -- each composite is split once into the tuplestore's row, where
             -- unnest in a select list (session 10) left a field selection per
@@ -196,27 +180,27 @@ AS $$
     ) AS s
 $$;
 COMMENT ON FUNCTION dm_private.recall_rank_scores(
-    uuid, dm_private.recall_fused [], double precision, double precision, boolean, text [],
+    uuid, dm_private.recall_fused [], double precision, double precision, text [],
     timestamp with time zone, jsonb, double precision, double precision, double precision, double precision,
     double precision, text [], tsquery, double precision, double precision, double precision, double precision,
     double precision, double precision, double precision, boolean, jsonb, double precision, double precision,
     double precision, double precision, double precision, double precision, double precision, double precision) IS
 'The candidates of dm_private.recall_rank''s plain statements without a temporal intent, scored before the neighbouring-turn lift: the one definition both of its statements (with and without the lift''s window) inline. Only recall_rank (the searcher) executes it.';
 ALTER FUNCTION dm_private.recall_rank_scores(
-    uuid, dm_private.recall_fused [], double precision, double precision, boolean, text [],
+    uuid, dm_private.recall_fused [], double precision, double precision, text [],
     timestamp with time zone, jsonb, double precision, double precision, double precision, double precision,
     double precision, text [], tsquery, double precision, double precision, double precision, double precision,
     double precision, double precision, double precision, boolean, jsonb, double precision, double precision,
     double precision, double precision, double precision, double precision, double precision, double precision)
 OWNER TO densemem_owner;
 REVOKE ALL ON FUNCTION dm_private.recall_rank_scores(
-    uuid, dm_private.recall_fused [], double precision, double precision, boolean, text [],
+    uuid, dm_private.recall_fused [], double precision, double precision, text [],
     timestamp with time zone, jsonb, double precision, double precision, double precision, double precision,
     double precision, text [], tsquery, double precision, double precision, double precision, double precision,
     double precision, double precision, double precision, boolean, jsonb, double precision, double precision,
     double precision, double precision, double precision, double precision, double precision, double precision) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION dm_private.recall_rank_scores(
-    uuid, dm_private.recall_fused [], double precision, double precision, boolean, text [],
+    uuid, dm_private.recall_fused [], double precision, double precision, text [],
     timestamp with time zone, jsonb, double precision, double precision, double precision, double precision,
     double precision, text [], tsquery, double precision, double precision, double precision, double precision,
     double precision, double precision, double precision, boolean, jsonb, double precision, double precision,
@@ -243,7 +227,8 @@ GRANT EXECUTE ON FUNCTION dm_private.recall_rank_scores(
 --     text signals, byte size and duplicate key are computed: the
 --     materialized rows hold no body and no tsvector;
 --   * the pool's vectors are read by primary key with the versions the
---     scoring statement already read (no second read of search_documents);
+--     scoring statement already read (no second read of search_documents;
+--     on the hot path by the scoring statement itself, session 14);
 --   * the similarity of every pair of pool members (the expression of
 --     recall_similarity_matrix and recall_mmr) is computed once, in one
 --     statement, together with the list of duplicate pairs; the collapse
@@ -348,6 +333,9 @@ DECLARE
     plain boolean;
     -- the lift's window can lift a candidate (a grouped evidence in the team)
     regroup boolean;
+    -- the plain statements without a temporal intent read the pool's vectors
+    -- themselves (session 14)
+    pool_read boolean := false;
     n integer;
     ids uuid [];
     doc_ids uuid [];
@@ -514,7 +502,14 @@ BEGIN
                                  AND x.source_group IS NOT NULL AND x.sequence_number IS NOT NULL)
     INTO plain, regroup;
 
-    IF plain THEN
+    -- The scored rows (explain, recall_rerank) without a temporal intent are
+    -- the full statement's (its usage, support and temporal terms are the
+    -- plain statements' constants over no rows: the same values; the
+    -- captured explain and rerank outputs are identical), so the plain
+    -- statements below serve only the hot path (session 14): they carry no
+    -- explain-only column (dm_private.recall_rank_scores) and return the
+    -- MMR pool with its vectors.
+    IF plain AND NOT (with_rows AND intent IS NULL) THEN
         -- the plain statements' constant signals and terms (their former
         -- per-row expressions: no usage counts, no support, and without a
         -- temporal intent no temporal signal)
@@ -528,6 +523,8 @@ BEGIN
         -- (the signals they feed are the same expressions over NULLs: the
         -- same values); without a temporal intent no temporal signal either
         IF intent IS NULL THEN
+            -- (the statements below read the pool's vectors too)
+            pool_read := true;
             IF NOT regroup THEN
                 -- no evidence of the team has both a source group and a sequence
                 -- number (or no lift is asked): every candidate gets the lift of
@@ -540,7 +537,7 @@ BEGIN
                                s.score + lift_none
                            ELSE s.score END AS final_score
                     FROM dm_private.recall_rank_scores(
-                           team, fused, fused_best, fused_worst, with_rows, scopes, clock, half_lives, hl_conversation,
+                           team, fused, fused_best, fused_worst, scopes, clock, half_lives, hl_conversation,
                            hl_workflow, hl_episodic, hl_semantic, hl_organizational, scan_phrases, exact_q, mix_fusion,
                            mix_phrase, mix_exact, mix_content, mix_total, content_pivot, plain_frequency, with_hops,
                            hops, w_rel, w_rec, w_imp, w_frq, w_prx, w_conf, support_none, temporal_none) AS s
@@ -553,23 +550,42 @@ BEGIN
                        pg_catalog.array_agg(o.final_score::double precision),
                        pg_catalog.array_agg(pg_catalog.hashtextextended(o.body, 0)),
                        pg_catalog.array_agg(o.document_version), pg_catalog.array_agg(o.source_version),
-                       pg_catalog.array_agg(o.detail) FILTER (WHERE with_rows)
-                INTO ids, doc_ids, scores, keys, doc_versions, source_versions, scored
+                       pg_catalog.array_agg(v.embedding), pg_catalog.bool_and(v.embedding IS NOT NULL)
+                INTO ids, doc_ids, scores, keys, doc_versions, source_versions, emb, complete
                 FROM (
                     -- in score order (ties by evidence_id); an aggregate over an ordered
                     -- subquery with nothing between keeps that order. Without the scored
                     -- rows, only the pool leaves the sort (a bounded sort).
                     SELECT l.evidence_id, l.document_id, l.final_score, l.body, l.document_version,
-                           l.source_version, l.detail
+                           l.source_version
                     FROM lifted AS l
                     ORDER BY l.final_score DESC, l.evidence_id
-                    LIMIT CASE WHEN with_rows THEN NULL ELSE pool_n END
-                ) AS o;
+                    LIMIT pool_n
+                ) AS o
+                -- the pool's current vectors (MMR's, below; recall_pool_vectors'
+                -- rule: of the active contract and of the document and source
+                -- versions this statement read), by primary key, for the rows
+                -- leaving the bounded sort, which are the pool (session 14:
+                -- the separate statement that read them paid its own start-up,
+                -- a ROWS FROM tuplestore of the pool's ids and versions and the
+                -- copy of its result out of SPI, about 0.25 M instructions of
+                -- its 0.53 M; the probes stay)
+                LEFT JOIN LATERAL (
+                    SELECT e.embedding
+                    FROM dm_private.document_embeddings AS e
+                    WHERE e.team_id = team AND e.document_id = o.document_id
+                      AND e.contract_id = (SELECT c.contract_id FROM dm_private.embedding_contracts AS c
+                                           WHERE c.is_active)
+                      AND e.document_version = o.document_version AND e.source_version = o.source_version
+                    -- a probe per pool row, in the pool's order (the aggregates
+                    -- read the rows as the nested loop returns them)
+                    OFFSET 0
+                ) AS v ON true;
             ELSE
                 WITH scored_rows AS (
                     SELECT s.*
                     FROM dm_private.recall_rank_scores(
-                           team, fused, fused_best, fused_worst, with_rows, scopes, clock, half_lives, hl_conversation,
+                           team, fused, fused_best, fused_worst, scopes, clock, half_lives, hl_conversation,
                            hl_workflow, hl_episodic, hl_semantic, hl_organizational, scan_phrases, exact_q, mix_fusion,
                            mix_phrase, mix_exact, mix_content, mix_total, content_pivot, plain_frequency, with_hops,
                            hops, w_rel, w_rec, w_imp, w_frq, w_prx, w_conf, support_none, temporal_none) AS s
@@ -612,18 +628,37 @@ BEGIN
                        pg_catalog.array_agg(o.final_score::double precision),
                        pg_catalog.array_agg(pg_catalog.hashtextextended(o.body, 0)),
                        pg_catalog.array_agg(o.document_version), pg_catalog.array_agg(o.source_version),
-                       pg_catalog.array_agg(o.detail) FILTER (WHERE with_rows)
-                INTO ids, doc_ids, scores, keys, doc_versions, source_versions, scored
+                       pg_catalog.array_agg(v.embedding), pg_catalog.bool_and(v.embedding IS NOT NULL)
+                INTO ids, doc_ids, scores, keys, doc_versions, source_versions, emb, complete
                 FROM (
                     -- in score order (ties by evidence_id); an aggregate over an ordered
                     -- subquery with nothing between keeps that order. Without the scored
                     -- rows, only the pool leaves the sort (a bounded sort).
                     SELECT l.evidence_id, l.document_id, l.final_score, l.body, l.document_version,
-                           l.source_version, l.detail
+                           l.source_version
                     FROM lifted AS l
                     ORDER BY l.final_score DESC, l.evidence_id
-                    LIMIT CASE WHEN with_rows THEN NULL ELSE pool_n END
-                ) AS o;
+                    LIMIT pool_n
+                ) AS o
+                -- the pool's current vectors (MMR's, below; recall_pool_vectors'
+                -- rule: of the active contract and of the document and source
+                -- versions this statement read), by primary key, for the rows
+                -- leaving the bounded sort, which are the pool (session 14:
+                -- the separate statement that read them paid its own start-up,
+                -- a ROWS FROM tuplestore of the pool's ids and versions and the
+                -- copy of its result out of SPI, about 0.25 M instructions of
+                -- its 0.53 M; the probes stay)
+                LEFT JOIN LATERAL (
+                    SELECT e.embedding
+                    FROM dm_private.document_embeddings AS e
+                    WHERE e.team_id = team AND e.document_id = o.document_id
+                      AND e.contract_id = (SELECT c.contract_id FROM dm_private.embedding_contracts AS c
+                                           WHERE c.is_active)
+                      AND e.document_version = o.document_version AND e.source_version = o.source_version
+                    -- a probe per pool row, in the pool's order (the aggregates
+                    -- read the rows as the nested loop returns them)
+                    OFFSET 0
+                ) AS v ON true;
             END IF;
         ELSE
             -- a temporal intent: the temporal signal is a window over the
@@ -1047,17 +1082,29 @@ BEGIN
     -- pool's positions 1..n (the candidates standing before the collapse):
     -- two statements fewer per call
     best_score := GREATEST(scores[1], 1e-9);
-    SELECT pg_catalog.array_agg(e.embedding ORDER BY p.ord), pg_catalog.bool_and(e.embedding IS NOT NULL),
-           pg_catalog.array_agg(lambda * p.score / best_score ORDER BY p.ord),
-           pg_catalog.array_agg(p.ord::integer ORDER BY p.ord)
-    INTO emb, complete, rel, cand
-    FROM ROWS FROM (pg_catalog.unnest(doc_ids[1:n]), pg_catalog.unnest(doc_versions[1:n]),
-                    pg_catalog.unnest(source_versions[1:n]), pg_catalog.unnest(scores[1:n]))
-             WITH ORDINALITY AS p (document_id, document_version, source_version, score, ord)
-    LEFT JOIN dm_private.document_embeddings AS e
-           ON e.team_id = team AND e.document_id = p.document_id
-          AND e.contract_id = (SELECT c.contract_id FROM dm_private.embedding_contracts AS c WHERE c.is_active)
-          AND e.document_version = p.document_version AND e.source_version = p.source_version;
+    IF pool_read THEN
+        -- the scoring statement read the vectors (its rows are the pool:
+        -- it returns pool_n rows at most, so n is their count); each
+        -- member's relevance term with the expression of the statement
+        -- below (the same operations: the same value), the positions 1..n
+        -- as an expression (array_positions of n trues), not a statement
+        FOR i IN 1 .. n LOOP
+            rel[i] := lambda * scores[i] / best_score;
+        END LOOP;
+        cand := pg_catalog.array_positions(pg_catalog.array_fill(true, ARRAY[n]), true);
+    ELSE
+        SELECT pg_catalog.array_agg(e.embedding ORDER BY p.ord), pg_catalog.bool_and(e.embedding IS NOT NULL),
+               pg_catalog.array_agg(lambda * p.score / best_score ORDER BY p.ord),
+               pg_catalog.array_agg(p.ord::integer ORDER BY p.ord)
+        INTO emb, complete, rel, cand
+        FROM ROWS FROM (pg_catalog.unnest(doc_ids[1:n]), pg_catalog.unnest(doc_versions[1:n]),
+                        pg_catalog.unnest(source_versions[1:n]), pg_catalog.unnest(scores[1:n]))
+                 WITH ORDINALITY AS p (document_id, document_version, source_version, score, ord)
+        LEFT JOIN dm_private.document_embeddings AS e
+               ON e.team_id = team AND e.document_id = p.document_id
+              AND e.contract_id = (SELECT c.contract_id FROM dm_private.embedding_contracts AS c WHERE c.is_active)
+              AND e.document_version = p.document_version AND e.source_version = p.source_version;
+    END IF;
     IF NOT complete THEN
         SELECT pg_catalog.array_agg(pg_catalog.left(d.body, 500) ORDER BY p.ord)
         INTO heads

@@ -33,7 +33,7 @@ SELECT function_name FROM dm_functions WHERE COALESCE(pg_catalog.btrim(function_
 -- only caller, recall_rank, runs with search_path '' and the recall tests run
 -- it there), executable by no role that serves requests (checked below).
 CREATE TEMPORARY VIEW inlined_sql_functions (function_name) AS
-VALUES ('dm_private.recall_rank_scores(uuid,dm_private.recall_fused[],double precision,double precision,boolean,'
+VALUES ('dm_private.recall_rank_scores(uuid,dm_private.recall_fused[],double precision,double precision,'
         'text[],timestamp with time zone,jsonb,double precision,double precision,double precision,double precision,'
         'double precision,text[],tsquery,double precision,double precision,double precision,double precision,'
         'double precision,double precision,double precision,boolean,jsonb,double precision,double precision,'
