@@ -107,7 +107,14 @@ AS $$
                    WHEN a.source_created_at IS NOT NULL THEN
                        -- LEAST(700, ...): exp() raises an underflow error below about e^-745,
                        -- which years-old conversation evidence reaches; e^-700 is already 0 here.
-                       pg_catalog.exp(-LEAST(700.0, GREATEST(0, EXTRACT(EPOCH FROM clock - a.source_created_at) / 86400.0)
+                       -- The age in days in double precision (session 14): date_part, not
+                       -- EXTRACT, whose numeric result was divided in numeric and converted to
+                       -- double through its decimal text (about 0.45 microseconds a candidate,
+                       -- 5 % of a ranking call). The two differ in the last bit of some ages
+                       -- (the numeric quotient was rounded to 16 digits before the binary
+                       -- rounding); every statement here computes it this way, so explain and
+                       -- recall score alike. docs/RECALL.md, session 14.
+                       pg_catalog.exp(-LEAST(700.0, GREATEST(0, pg_catalog.date_part('epoch', clock - a.source_created_at) / 86400.0)
                                       / a.half_life))
                    ELSE
                        -- the team's newest sequence number: an uncorrelated
@@ -735,7 +742,7 @@ BEGIN
                            WHEN a.source_created_at IS NOT NULL THEN
                                -- LEAST(700, ...): exp() raises an underflow error below about e^-745,
                                -- which years-old conversation evidence reaches; e^-700 is already 0 here.
-                               pg_catalog.exp(-LEAST(700.0, GREATEST(0, EXTRACT(EPOCH FROM clock - a.source_created_at) / 86400.0)
+                               pg_catalog.exp(-LEAST(700.0, GREATEST(0, pg_catalog.date_part('epoch', clock - a.source_created_at) / 86400.0)
                                               / a.half_life))
                            ELSE
                                -- the team's newest sequence number: an uncorrelated
@@ -933,7 +940,7 @@ BEGIN
                        WHEN a.source_created_at IS NOT NULL THEN
                            -- LEAST(700, ...): exp() raises an underflow error below about e^-745,
                            -- which years-old conversation evidence reaches; e^-700 is already 0 here.
-                           pg_catalog.exp(-LEAST(700.0, GREATEST(0, EXTRACT(EPOCH FROM clock - a.source_created_at) / 86400.0)
+                           pg_catalog.exp(-LEAST(700.0, GREATEST(0, pg_catalog.date_part('epoch', clock - a.source_created_at) / 86400.0)
                                           / a.half_life))
                        ELSE
                            -- the team's newest sequence number: an uncorrelated
