@@ -15,38 +15,11 @@
 --   optional discovery / hypotheses fail omitted; 'discovery' recorded
 --   query parser fails                   request fields only; 'parse' recorded
 
--- The query parser, when the query-understanding stage is installed; NULL
--- otherwise. Checked with to_regprocedure first so recall works with or
--- without it.
-CREATE OR REPLACE FUNCTION dm_private.recall_parse(query text, team_id uuid, clock timestamptz)
-RETURNS jsonb
-LANGUAGE plpgsql
-STABLE
-SET search_path = ''
-AS $$
-DECLARE
-    parsed jsonb;
-    loaded boolean;
-BEGIN
-    IF pg_catalog.to_regprocedure('dm.parse_query(text,uuid,timestamp with time zone)') IS NULL THEN
-        RETURN NULL;
-    END IF;
-    -- Load pg_trgm's library before the parser's functions SET its
-    -- parameters: a placeholder set first fails when the library later
-    -- loads in the same session (the MMR text similarity loads it).
-    loaded := public.similarity('', '') IS NOT NULL;
-    -- a direct call, not EXECUTE: PL/pgSQL parses a statement when it first
-    -- runs (never when the parser is absent: the test above returns first)
-    -- and keeps its plan, where EXECUTE planned it on every call
-    parsed := dm.parse_query(query, team_id, clock);
-    RETURN parsed;
-END
-$$;
-COMMENT ON FUNCTION dm_private.recall_parse(text, uuid, timestamptz) IS
-'Calls dm.parse_query when it is installed (NULL otherwise), so recall runs with or without the query-understanding stage.';
-REVOKE ALL ON FUNCTION dm_private.recall_parse(text, uuid, timestamptz) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION dm_private.recall_parse(text, uuid, timestamptz)
-TO densemem_app, densemem_analyst, densemem_operator;
+-- dm_private.recall_parse (dm.parse_query when installed, else NULL) is
+-- gone since session 14: recall_run calls dm.parse_query directly and tells
+-- an absent stage from a failing one only when the call fails, so nothing
+-- called it any more; a DBA calls dm.parse_query itself.
+DROP FUNCTION IF EXISTS dm_private.recall_parse(text, uuid, timestamptz);
 
 -- Request fields override the parse: anchors, phrases, time window and
 -- temporal intent come from the parse only when the request leaves them out.
@@ -81,11 +54,9 @@ BEGIN
         RETURN req OPERATOR(pg_catalog.-) 'parsed_entity_ids';
     END IF;
     -- (an empty list from the parse, the common case, leaves the request's
-    -- '[]' as it is: the aggregate below over no element gives the same '[]')
+    -- '[]' as it is: the aggregates below over no element give the same '[]')
     IF NOT COALESCE(request, '{}'::jsonb) ? 'anchors' AND pg_catalog.jsonb_typeof(parsed -> 'anchors') = 'array'
-       AND pg_catalog.jsonb_array_length(parsed -> 'anchors') = 0 THEN
-        NULL;
-    ELSIF NOT COALESCE(request, '{}'::jsonb) ? 'anchors' AND pg_catalog.jsonb_typeof(parsed -> 'anchors') = 'array' THEN
+       AND pg_catalog.jsonb_array_length(parsed -> 'anchors') > 0 THEN
         overlay := overlay || pg_catalog.jsonb_build_object('anchors', COALESCE((
             SELECT pg_catalog.jsonb_agg(a.item ->> 'value' ORDER BY a.ord)
             FROM pg_catalog.jsonb_array_elements(parsed -> 'anchors') WITH ORDINALITY AS a (item, ord)
@@ -94,9 +65,7 @@ BEGIN
               AND COALESCE(pg_catalog.btrim(a.item ->> 'value'), '') <> ''), '[]'::jsonb));
     END IF;
     IF NOT COALESCE(request, '{}'::jsonb) ? 'phrases' AND pg_catalog.jsonb_typeof(parsed -> 'phrases') = 'array'
-       AND pg_catalog.jsonb_array_length(parsed -> 'phrases') = 0 THEN
-        NULL;
-    ELSIF NOT COALESCE(request, '{}'::jsonb) ? 'phrases' AND pg_catalog.jsonb_typeof(parsed -> 'phrases') = 'array' THEN
+       AND pg_catalog.jsonb_array_length(parsed -> 'phrases') > 0 THEN
         overlay := overlay || pg_catalog.jsonb_build_object('phrases', COALESCE((
             SELECT pg_catalog.jsonb_agg(p.item #>> '{}' ORDER BY p.ord)
             FROM pg_catalog.jsonb_array_elements(parsed -> 'phrases') WITH ORDINALITY AS p (item, ord)
@@ -114,10 +83,8 @@ BEGIN
        AND parsed #>> '{time,intent}' IN ('latest', 'earliest') THEN
         overlay := overlay || pg_catalog.jsonb_build_object('temporal_intent', parsed #>> '{time,intent}');
     END IF;
-    IF pg_catalog.jsonb_typeof(parsed -> 'entities') IS DISTINCT FROM 'array'
-       OR pg_catalog.jsonb_array_length(parsed -> 'entities') = 0 THEN
-        NULL;
-    ELSE
+    IF pg_catalog.jsonb_typeof(parsed -> 'entities') = 'array'
+       AND pg_catalog.jsonb_array_length(parsed -> 'entities') > 0 THEN
         overlay := overlay || pg_catalog.jsonb_build_object('parsed_entity_ids', COALESCE((
             SELECT pg_catalog.jsonb_agg(DISTINCT x.item ->> 'entity_id')
             FROM pg_catalog.jsonb_array_elements(parsed -> 'entities') AS x (item)
