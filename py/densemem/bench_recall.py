@@ -43,6 +43,7 @@ from psycopg import sql
 from densemem import db
 from densemem.bench_discovery import bench_commands, percentile
 from densemem.config import Settings
+from densemem.embedded import shared_memory
 from densemem.migrate import migrate
 
 BENCH_DATABASE = "densemem_bench_recall"
@@ -208,6 +209,10 @@ class RecallBenchFigures:
     ranking_100_cpu_ms: float | None
     load_average_before: list[float]
     load_average_after: list[float]
+    # whether the server's shared buffers sit on 2 MB pages: the 1M figures
+    # differ with them (docs/BENCHMARKS.md, session 15)
+    shared_buffers: str
+    huge_pages: str
     date: str
 
 
@@ -696,6 +701,7 @@ def _bench_recall(args: argparse.Namespace, settings: Settings) -> int:
             settings, args.rows, args.teams, args.seed, args.reuse
         )
         measured = measure(url, args.queries, args.seed)
+        memory = shared_memory(url)
     except psycopg.Error as error:
         print(f"densemem bench recall: {error}\n{error.diag.context or ''}", file=sys.stderr)
         return 1
@@ -720,6 +726,8 @@ def _bench_recall(args: argparse.Namespace, settings: Settings) -> int:
         ),
         load_average_before=load_before,
         load_average_after=[round(x, 2) for x in os.getloadavg()],
+        shared_buffers=memory.shared_buffers,
+        huge_pages=memory.huge_pages_status,
         date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
     )
     print(json.dumps(asdict(figures), indent=2, default=str))
@@ -732,7 +740,8 @@ def _bench_recall(args: argparse.Namespace, settings: Settings) -> int:
         f"overall p50 {figures.overall_p50_ms:.2f} ms, p95 {figures.overall_p95_ms:.2f} ms; "
         f"ranking 100 candidates p95 {figures.ranking_100_p95_ms:.3f} ms "
         f"(backend CPU/call {figures.ranking_100_cpu_ms} ms); "
-        f"load average {figures.load_average_before} -> {figures.load_average_after}"
+        f"load average {figures.load_average_before} -> {figures.load_average_after}; "
+        f"shared buffers {figures.shared_buffers}, huge pages {figures.huge_pages}"
     )
     return 0
 

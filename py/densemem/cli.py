@@ -48,8 +48,15 @@ def _db(args: argparse.Namespace, settings: Settings) -> int:
         return 0
     if action == "status":
         current = embedded.status(settings.data_dir)
-        print(f"running (pid {current.pid}) in {settings.data_dir}" if current.running else "not running")
-        return 0 if current.running else 3
+        if not current.running or current.admin_url is None:
+            print("not running")
+            return 3
+        print(f"running (pid {current.pid}) in {settings.data_dir}")
+        try:
+            print(embedded.describe_shared_memory(embedded.shared_memory(current.admin_url)))
+        except psycopg.Error as error:
+            print(f"shared memory not known: {error}".strip())
+        return 0
     if action == "url":
         print(db.database_url(settings, start=False))
         return 0

@@ -71,6 +71,24 @@ def test_start_status_url_stop(embedded_env: dict[str, str], workdir: Path) -> N
     assert status.returncode == 0, status.stderr
     pid = running_pid(status.stdout)
     assert str(data_dir) in status.stdout
+    # what the server got for its shared buffers, and, without huge pages,
+    # the reservation that would give them (the server's own count)
+    memory = re.search(
+        r"^shared buffers (\S+), huge pages (on|off|unknown)(.*)$", status.stdout, re.MULTILINE
+    )
+    assert memory is not None, status.stdout
+    with psycopg.connect(url) as conn:
+        settings = conn.execute(
+            "SELECT pg_catalog.current_setting('shared_buffers'), "
+            "pg_catalog.current_setting('huge_pages_status'), "
+            "pg_catalog.current_setting('shared_memory_size_in_huge_pages')::integer"
+        ).fetchone()
+    assert settings is not None
+    assert memory.group(1, 2) == settings[:2]
+    if settings[1] != "on" and settings[2] > 0:
+        assert f"sysctl vm.nr_hugepages={settings[2]}," in memory.group(3)
+    else:
+        assert memory.group(3) == ""
 
     with psycopg.connect(url) as conn:
         row = conn.execute(
@@ -170,3 +188,19 @@ def test_shared_buffers_are_a_quarter_of_memory_within_bounds() -> None:
     assert shared_buffers_mb(256 * 1024**2) == 128  # the floor
     assert shared_buffers_mb(512 * gib) == 8192  # the ceiling
     assert SERVER_SETTINGS["shared_buffers"] == f"'{shared_buffers_mb()}MB'"
+
+
+def test_shared_memory_line_names_the_reservation_only_without_huge_pages() -> None:
+    from densemem.embedded import SharedMemory, describe_shared_memory
+
+    without = SharedMemory("6026MB", "try", "off", 3117)
+    assert describe_shared_memory(without) == (
+        "shared buffers 6026MB, huge pages off (to use them, reserve 3117 pages of 2 MB before the server "
+        "starts: sysctl vm.nr_hugepages=3117, as root)"
+    )
+    assert describe_shared_memory(SharedMemory("6026MB", "try", "on", 3117)) == (
+        "shared buffers 6026MB, huge pages on"
+    )
+    # a platform without huge pages (-1): nothing to reserve
+    platform_without = SharedMemory("128MB", "try", "off", -1)
+    assert describe_shared_memory(platform_without) == "shared buffers 128MB, huge pages off"
