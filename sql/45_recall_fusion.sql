@@ -21,7 +21,9 @@
 -- dm_private.recall_fuse_normalised fills in the RRF relevance and position
 -- (the one definition of the min-max). recall_fuse_array, the DBA / explain
 -- form, is the two together. recall_run calls the core alone when it does
--- not explain and hands the core's best and worst kept scores to
+-- not explain (through recall_fuse_branches since session 15, which joins
+-- the branches' lists when that gives the core's answer) and hands the
+-- core's best and worst kept scores to
 -- dm_private.recall_rank, which reads relevance from them: the window pass
 -- that filled the two fields in every recall (a sort-ordered spool of the
 -- kept rows for row_number, max and min) cost about a quarter of fusion
