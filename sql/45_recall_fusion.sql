@@ -196,7 +196,9 @@ TO densemem_app, densemem_analyst, densemem_operator;
 -- groups them by evidence: six FILTERed aggregates and three text compares
 -- per hit, a hash table, the grouped rows sorted. Here each array is its
 -- branch's (recall_run keeps them apart), and a branch returns an evidence
--- at most once (the contract of dm_private.recall_branch_hit), so with no
+-- at most once (the contract of dm_private.recall_branch_hit: a branch
+-- returns a document once, and search_documents_subject_key gives an
+-- evidence one document), so with no
 -- exact hit (no anchor or phrase, the common recall) fusion is a full join
 -- of the full-text and vector lists by evidence_id: one row per evidence
 -- with both ranks, its RRF score, the same top-N sort and packing.
