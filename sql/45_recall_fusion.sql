@@ -198,17 +198,16 @@ TO densemem_app, densemem_analyst, densemem_operator;
 -- branch's (recall_run keeps them apart), and a branch returns an evidence
 -- at most once (the contract of dm_private.recall_branch_hit: a branch
 -- returns a document once, and search_documents_subject_key gives an
--- evidence one document), so with no
--- exact hit (no anchor or phrase, the common recall) fusion is a full join
--- of the full-text and vector lists by evidence_id: one row per evidence
--- with both ranks, its RRF score, the same top-N sort and packing.
--- (callgrind, the fusion inputs of 20 bench recalls of 1k-10k teams:
--- 1.62 M -> 1.03 M instructions per call.) The score is the core's sum in the core's order
--- (full-text, exact, vector; the exact term is 0, as the core's COALESCE
--- gives it), so the bits are the same; document_id is the first branch's,
--- as the core's any_value reads the concatenation in that order. Branch
--- priority, and a recall with exact hits, run the core on the
--- concatenation, as before.
+-- evidence one document), so with no exact hit (no anchor or phrase, the
+-- common recall) fusion is a full join of the full-text and vector lists
+-- by evidence_id: one row per evidence with both ranks, its RRF score, the
+-- same top-N sort and packing (callgrind, the fusion inputs of 20 bench
+-- recalls of 1k-10k teams: 1.62 M -> 1.03 M instructions per call). The
+-- score is the core's sum in the core's order (full-text, exact, vector;
+-- the exact term is 0, as the core's COALESCE gives it), so the bits are
+-- the same; document_id is the first branch's, as the core's any_value
+-- reads the concatenation in that order. Branch priority, and a recall
+-- with exact hits, run the core on the concatenation, as before.
 CREATE OR REPLACE FUNCTION dm_private.recall_fuse_branches(fulltext_hits dm_private.recall_branch_hit [],
     exact_hits dm_private.recall_branch_hit [], vector_hits dm_private.recall_branch_hit [], settings jsonb,
     OUT fused dm_private.recall_fused [], OUT best_score double precision, OUT worst_score double precision)
