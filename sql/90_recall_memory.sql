@@ -350,7 +350,8 @@ BEGIN
         -- 13): recall_rank reads relevance from the best and worst kept
         -- scores, and only explain, which shows the fused rows and their
         -- fusion_rank, completes them
-        fusion := dm_private.recall_fuse_ordered(fulltext_hits || exact_hits || vector_hits, settings);
+        -- (each branch's array apart: no regrouping without exact hits, session 15)
+        fusion := dm_private.recall_fuse_branches(fulltext_hits, exact_hits, vector_hits, settings);
         fused := fusion.fused;
         IF with_explain THEN
             fused := dm_private.recall_fuse_normalised(fused, fusion.best_score, fusion.worst_score);
