@@ -192,11 +192,11 @@ SET hnsw.max_scan_tuples = 20000
 SET enable_sort = on
 SET plan_cache_mode = force_generic_plan
 SET enable_seqscan = off
--- the exact path reads a team's vectors through a bitmap of its primary-key
--- range (pages in order, each read once) rather than an index scan (a heap
--- fetch per vector): 1.4 ms less CPU per call for teams of 1,000-10,000
--- vectors on the 1M bench; the HNSW path turns index scans back on
-SET enable_indexscan = off
+-- Index scans stay on for the statements every call runs (session 15: the
+-- access-path statement's four one-row look-ups were planned as bitmap heap
+-- scans, a bitmap and a TID bitmap each, under the former off here); the
+-- exact path turns them off for its own statements (below).
+SET enable_indexscan = on
 SET enable_material = on
 SET enable_hashjoin = on
 SET enable_mergejoin = on
@@ -325,8 +325,8 @@ BEGIN
     -- session 7b). The eligible-first statement is the exact oracle's answer
     -- by construction (the same distance expression and order as force_path
     -- => 'exact'). Custom plans for both (the NULL filters fold away and
-    -- what is left is an index range); enable_indexscan for the index-only
-    -- count.
+    -- what is left is an index range); index scans on (the SET clause) for
+    -- the index-only count.
     IF path = 'hnsw_partial' AND force_path IS NULL AND filtered THEN
         -- (a negative factor counts as 0, always walk: the bounded count
         -- below takes its square root)
@@ -345,7 +345,6 @@ BEGIN
                                  WHERE v::text = ANY (memory_types));
         END IF;
         setting := pg_catalog.set_config('plan_cache_mode', 'force_custom_plan', true);
-        setting := pg_catalog.set_config('enable_indexscan', 'on', true);
         SELECT pg_catalog.count(*)::numeric ^ 2 < eligible_first_bound
         INTO few_enough
         FROM (SELECT 1 FROM dm_private.search_documents AS d
@@ -400,7 +399,6 @@ BEGIN
             path := 'eligible_first';
         END IF;
         setting := pg_catalog.set_config('plan_cache_mode', 'force_generic_plan', true);
-        setting := pg_catalog.set_config('enable_indexscan', 'off', true);
     END IF;
     -- The index settings and the sort switch matter only to the HNSW walk
     -- (the exact path runs with the SET clauses' defaults). Assignments, not
@@ -442,7 +440,6 @@ BEGIN
             -- Materialize: 200-350 ms instead of 3-20 ms for one 11,132-row team
             -- of the 1M bench); a hash or merge join would read the whole team
             -- too. Same rows in the same order: the walk's order decides.
-            setting := pg_catalog.set_config('enable_indexscan', 'on', true);
             setting := pg_catalog.set_config('enable_material', 'off', true);
             setting := pg_catalog.set_config('enable_hashjoin', 'off', true);
             setting := pg_catalog.set_config('enable_mergejoin', 'off', true);
@@ -457,6 +454,13 @@ BEGIN
         -- (101-1k bucket of the 1M bench: +5 M instructions per recall);
         -- without it the join is hashed. Same rows, fully ordered.
         setting := pg_catalog.set_config('enable_material', 'off', true);
+        -- The exact path reads a team's vectors through a bitmap of its
+        -- primary-key range (pages in order, each read once) rather than an
+        -- index scan (a heap fetch per vector): 1.4 ms less CPU per call for
+        -- teams of 1,000-10,000 vectors on the 1M bench. Set before its
+        -- statements are first planned, so their cached plans are made
+        -- under it (as under the former SET clause).
+        setting := pg_catalog.set_config('enable_indexscan', 'off', true);
         -- A time window that holds fewer than 4 x cap of the team's evidence
         -- documents (a parsed "in June", "last week": pass 1 of a recall)
         -- goes straight to the eligible-first statement below, which
