@@ -354,8 +354,8 @@ DECLARE
     heads text [];
     complete boolean;
     sims double precision [];
-    duplicates bigint [];
-    pair bigint;
+    row_offset integer;
+    any_collapsed boolean := false;
     best_score double precision;
     live boolean [];
     collapsed uuid [];
@@ -1122,36 +1122,33 @@ BEGIN
     -- (i - 1) * (i - 2) / 2 + j: cosine similarity of the two
     -- vectors when both exist (always, when `complete`), else trigram
     -- similarity of the heads, NULL as 0 (recall_similarity_matrix's
-    -- expression); and, in the same pass, the pairs that are exact or near
-    -- duplicates, as i * 2^32 + j. The lateral series fixes the order: i
-    -- ascending, then j ascending. (Session 7: one series over the pair
-    -- positions k, with i = ceil((1 + sqrt(1 + 8k)) / 2) and j from k, gives
-    -- the same pairs without a function scan per pool member, but its
-    -- per-pair arithmetic cost more: 6.35 M against 6.22 M instructions per
-    -- ranking call.)
+    -- expression). The series fixes the order: i ascending, then j
+    -- ascending. (Session 7: one series over the pair positions k, with
+    -- i = ceil((1 + sqrt(1 + 8k)) / 2) and j from k, gives the same pairs
+    -- without a function scan per pool member, but its per-pair arithmetic
+    -- cost more: 6.35 M against 6.22 M instructions per ranking call.)
+    -- Session 15: the statement only computes and collects the
+    -- similarities. It also collected, with a FILTER per pair, the pairs
+    -- that are duplicates, which kept each similarity in a subquery of its
+    -- own (OFFSET 0, so that the FILTER did not compute it again): a
+    -- subquery scan, a projection and a filter per pair for pairs that are
+    -- almost never duplicates. The collapse below finds them by row.
     IF n > 1 THEN
-        SELECT pg_catalog.array_agg(q.sim),
-               pg_catalog.array_agg(q.i::bigint * 4294967296 + q.j) FILTER (WHERE keys[q.i] = keys[q.j] OR q.sim >= duplicate_at)
-        INTO sims, duplicates
-        FROM (SELECT ij.i, ij.j,
-                     CASE WHEN complete THEN 1.0 - (emb[ij.i] OPERATOR(public.<=>) emb[ij.j])
-                     ELSE COALESCE(CASE WHEN emb[ij.i] IS NOT NULL AND emb[ij.j] IS NOT NULL
-                                        THEN 1.0 - (emb[ij.i] OPERATOR(public.<=>) emb[ij.j])
-                                        ELSE public.similarity(heads[ij.i], heads[ij.j]) END, 0)
-                     END::double precision AS sim
-              -- the pairs from set-returning functions in select lists (1..n
-              -- are emb's subscripts: it has the n pool members): a
-              -- ProjectSet emits each input row's series in order, without
-              -- the tuplestore a function scan fills per pool member (the
-              -- same pairs in the same order as the lateral
-              -- generate_subscripts x generate_series it replaces, session 9)
-              FROM (SELECT p.i, pg_catalog.generate_series(1, p.i - 1) AS j
-                    FROM (SELECT pg_catalog.generate_series(1, n) AS i) AS p) AS ij
-              -- OFFSET 0: q stays a subquery of its own, so each pair's
-              -- similarity is computed once; pulled up, the expression was
-              -- copied into the aggregate and into its FILTER, and every
-              -- cosine ran twice (session 9)
-              OFFSET 0) AS q;
+        SELECT pg_catalog.array_agg(
+                   CASE WHEN complete THEN 1.0 - (emb[ij.i] OPERATOR(public.<=>) emb[ij.j])
+                   ELSE COALESCE(CASE WHEN emb[ij.i] IS NOT NULL AND emb[ij.j] IS NOT NULL
+                                      THEN 1.0 - (emb[ij.i] OPERATOR(public.<=>) emb[ij.j])
+                                      ELSE public.similarity(heads[ij.i], heads[ij.j]) END, 0)
+                   END::double precision)
+        INTO sims
+        -- the pairs from set-returning functions in select lists (1..n
+        -- are emb's subscripts: it has the n pool members): a
+        -- ProjectSet emits each input row's series in order, without
+        -- the tuplestore a function scan fills per pool member (the
+        -- same pairs in the same order as the lateral
+        -- generate_subscripts x generate_series it replaces, session 9)
+        FROM (SELECT p.i, pg_catalog.generate_series(1, p.i - 1) AS j
+              FROM (SELECT pg_catalog.generate_series(1, n) AS i) AS p) AS ij;
     END IF;
     live := pg_catalog.array_fill(true, ARRAY[n]);
     collapsed := pg_catalog.array_fill(NULL::uuid, ARRAY[n]);
@@ -1163,22 +1160,29 @@ BEGIN
 
     -- collapse exact and near duplicates into the better-scored candidate:
     -- a row collapses into the first earlier row still standing that it
-    -- duplicates (pairs come i-major, so every earlier row is settled)
-    IF duplicates IS NOT NULL THEN
-        FOREACH pair IN ARRAY duplicates LOOP
-            i := (pair / 4294967296)::integer;
-            j := (pair % 4294967296)::integer;
-            IF live[i] AND live[j] THEN
-                live[i] := false;
-                collapsed[i] := ids[j];
-            END IF;
-        END LOOP;
-    END IF;
+    -- duplicates (same key, or a similarity at or above duplicate_at, as
+    -- float8 compares: NaN above all). Rows in order, so every earlier row
+    -- is settled. A row is searched pair by pair only when one of its
+    -- pairs is a duplicate, which two array tests of the row's earlier keys
+    -- and of its similarities tell (sims holds row i's pairs contiguously).
+    FOR i IN 2 .. n LOOP
+        row_offset := (i - 1) * (i - 2) / 2;
+        IF keys[i] = ANY (keys[1:i - 1]) OR duplicate_at <= ANY (sims[row_offset + 1:row_offset + i - 1]) THEN
+            FOR j IN 1 .. i - 1 LOOP
+                IF live[j] AND (keys[i] = keys[j] OR sims[row_offset + j] >= duplicate_at) THEN
+                    live[i] := false;
+                    collapsed[i] := ids[j];
+                    any_collapsed := true;
+                    EXIT;
+                END IF;
+            END LOOP;
+        END IF;
+    END LOOP;
 
     -- the candidates still standing, in pool order (a pass visits only
     -- these: no test per collapsed or picked row); without a duplicate, all
     -- of the pool (the positions read with the vectors)
-    IF duplicates IS NOT NULL THEN
+    IF any_collapsed THEN
         cand := ARRAY(SELECT o.o FROM pg_catalog.generate_series(1, n) AS o (o) WHERE live[o.o] ORDER BY o.o);
     END IF;
     keep := 1 - lambda;
