@@ -356,6 +356,8 @@ DECLARE
     sims double precision [];
     row_offset integer;
     any_collapsed boolean := false;
+    -- how many distinct keys (text hashes) the pool has
+    distinct_keys bigint;
     best_score double precision;
     live boolean [];
     collapsed uuid [];
@@ -381,6 +383,7 @@ DECLARE
     mix_total double precision;
     lifting boolean;
     lift_none double precision;
+    lift_added double precision;
     plain_frequency double precision;
     support_none double precision;
     temporal_none double precision;
@@ -444,6 +447,11 @@ BEGIN
     lifting := lift_weight > 0;
     -- the lift of an empty frame (a candidate without group or sequence)
     lift_none := lift_weight * COALESCE(GREATEST(NULL::double precision, 0), 0);
+    -- what the statement without the lift's window adds to each score: the
+    -- lift of an empty frame, or without a lift -0, which IEEE addition
+    -- leaves every value unchanged by (x + -0 = x, -0 and NaN included):
+    -- one expression of the score instead of a CASE holding it twice (below)
+    lift_added := CASE WHEN lifting THEN lift_none ELSE '-0'::double precision END;
     -- (the EXISTS only when a snapshot is named: an expression with a
     -- subquery is a statement of its own, run even when snapshot IS NULL)
     IF snapshot IS NOT NULL THEN
@@ -539,10 +547,11 @@ BEGIN
                 -- it; the scored rows are read once, not materialized for a window
                 -- that would read none of them (session 13)
                 WITH lifted AS (
-                    SELECT s.*,
-                           CASE WHEN lifting THEN
-                               s.score + lift_none
-                           ELSE s.score END AS final_score
+                    -- (lift_added, not CASE WHEN lifting THEN s.score +
+                    -- lift_none ELSE s.score END: the function is inlined, so
+                    -- s.score is its expression, and the CASE held it twice:
+                    -- fifteen more operators to set up on every call)
+                    SELECT s.*, s.score + lift_added AS final_score
                     FROM dm_private.recall_rank_scores(
                            team, fused, fused_best, fused_worst, scopes, clock, half_lives, hl_conversation,
                            hl_workflow, hl_episodic, hl_semantic, hl_organizational, scan_phrases, exact_q, mix_fusion,
@@ -1139,8 +1148,11 @@ BEGIN
                    ELSE COALESCE(CASE WHEN emb[ij.i] IS NOT NULL AND emb[ij.j] IS NOT NULL
                                       THEN 1.0 - (emb[ij.i] OPERATOR(public.<=>) emb[ij.j])
                                       ELSE public.similarity(heads[ij.i], heads[ij.j]) END, 0)
-                   END::double precision)
-        INTO sims
+                   END::double precision),
+               -- whether two members share a key: an init-plan, so the collapse
+               -- below searches no row when no pair is a duplicate
+               (SELECT pg_catalog.count(DISTINCT k.k) FROM pg_catalog.unnest(keys) AS k (k))
+        INTO sims, distinct_keys
         -- the pairs from set-returning functions in select lists (1..n
         -- are emb's subscripts: it has the n pool members): a
         -- ProjectSet emits each input row's series in order, without
@@ -1162,22 +1174,26 @@ BEGIN
     -- a row collapses into the first earlier row still standing that it
     -- duplicates (same key, or a similarity at or above duplicate_at, as
     -- float8 compares: NaN above all). Rows in order, so every earlier row
-    -- is settled. A row is searched pair by pair only when one of its
-    -- pairs is a duplicate, which two array tests of the row's earlier keys
-    -- and of its similarities tell (sims holds row i's pairs contiguously).
-    FOR i IN 2 .. n LOOP
-        row_offset := (i - 1) * (i - 2) / 2;
-        IF keys[i] = ANY (keys[1:i - 1]) OR duplicate_at <= ANY (sims[row_offset + 1:row_offset + i - 1]) THEN
-            FOR j IN 1 .. i - 1 LOOP
-                IF live[j] AND (keys[i] = keys[j] OR sims[row_offset + j] >= duplicate_at) THEN
-                    live[i] := false;
-                    collapsed[i] := ids[j];
-                    any_collapsed := true;
-                    EXIT;
-                END IF;
-            END LOOP;
-        END IF;
-    END LOOP;
+    -- is settled. The pool is searched only when it has a duplicate pair,
+    -- which one test of all the similarities and the count of distinct keys
+    -- (with the similarities) tell; a row is then searched pair by pair only when one of its pairs is a
+    -- duplicate, which two array tests of the row's earlier keys and of its
+    -- similarities tell (sims holds row i's pairs contiguously).
+    IF n > 1 AND (distinct_keys < n OR duplicate_at <= ANY (sims)) THEN
+        FOR i IN 2 .. n LOOP
+            row_offset := (i - 1) * (i - 2) / 2;
+            IF keys[i] = ANY (keys[1:i - 1]) OR duplicate_at <= ANY (sims[row_offset + 1:row_offset + i - 1]) THEN
+                FOR j IN 1 .. i - 1 LOOP
+                    IF live[j] AND (keys[i] = keys[j] OR sims[row_offset + j] >= duplicate_at) THEN
+                        live[i] := false;
+                        collapsed[i] := ids[j];
+                        any_collapsed := true;
+                        EXIT;
+                    END IF;
+                END LOOP;
+            END IF;
+        END LOOP;
+    END IF;
 
     -- the candidates still standing, in pool order (a pass visits only
     -- these: no test per collapsed or picked row); without a duplicate, all
