@@ -104,26 +104,29 @@ AS $$
                / mix_total AS relevance,
                CASE
                    WHEN a.half_life IS NULL THEN 1.0
-                   WHEN a.source_created_at IS NOT NULL THEN
-                       -- LEAST(700, ...): exp() raises an underflow error below about e^-745,
-                       -- which years-old conversation evidence reaches; e^-700 is already 0 here.
-                       -- The age in days in double precision (session 14): date_part, not
-                       -- EXTRACT, whose numeric result was divided in numeric and converted to
-                       -- double through its decimal text (about 0.45 microseconds a candidate,
-                       -- 5 % of a ranking call). The two differ in the last bit of some ages
-                       -- (the numeric quotient was rounded to 16 digits before the binary
-                       -- rounding); every statement here computes it this way, so explain and
-                       -- recall score alike. docs/RECALL.md, session 14.
-                       pg_catalog.exp(-LEAST(700.0, GREATEST(0, pg_catalog.date_part('epoch', clock - a.source_created_at) / 86400.0)
-                                      / a.half_life))
-                   ELSE
-                       -- the team's newest sequence number: an uncorrelated
-                       -- subquery, run only when a candidate has no created_at
-                       pg_catalog.exp(-LEAST(700.0, GREATEST(0, COALESCE(
-                           (SELECT pg_catalog.max(x.sequence_number) FROM dm_private.search_documents AS x
-                            WHERE x.team_id = team AND x.subject_kind = 'evidence')
-                           - a.sequence_number, 0))::double precision
-                                      / a.half_life))
+                   -- LEAST(700, ...): exp() raises an underflow error below about e^-745,
+                   -- which years-old conversation evidence reaches; e^-700 is already 0 here.
+                   -- One exp and one division for both ages (session 15): the half-life is
+                   -- a CASE over the memory type, and each mention of it is evaluated (and
+                   -- set up on every call) again; the same operations on the same values.
+                   ELSE pg_catalog.exp(-LEAST(700.0,
+                       CASE WHEN a.source_created_at IS NOT NULL THEN
+                           -- The age in days in double precision (session 14): date_part, not
+                           -- EXTRACT, whose numeric result was divided in numeric and converted to
+                           -- double through its decimal text (about 0.45 microseconds a candidate,
+                           -- 5 % of a ranking call). The two differ in the last bit of some ages
+                           -- (the numeric quotient was rounded to 16 digits before the binary
+                           -- rounding); every statement here computes it this way, so explain and
+                           -- recall score alike. docs/RECALL.md, session 14.
+                           GREATEST(0, pg_catalog.date_part('epoch', clock - a.source_created_at) / 86400.0)
+                       ELSE
+                           -- the team's newest sequence number: an uncorrelated
+                           -- subquery, run only when a candidate has no created_at
+                           GREATEST(0, COALESCE(
+                               (SELECT pg_catalog.max(x.sequence_number) FROM dm_private.search_documents AS x
+                                WHERE x.team_id = team AND x.subject_kind = 'evidence')
+                               - a.sequence_number, 0))::double precision
+                       END / a.half_life))
                END::double precision AS recency,
                LEAST(1.0, GREATEST(0.0, a.importance)) AS importance,
                plain_frequency AS frequency,
@@ -562,12 +565,13 @@ BEGIN
                 -- the rows leaving the sort only (without the scored rows, the
                 -- pool: MMR reads no other; session 9: hashed in the probe, all
                 -- 100 bodies were hashed for the 20 or 30 MMR reads)
+                -- (not the versions: only the vectors statement, which these
+                -- statements replace, reads them)
                 SELECT pg_catalog.array_agg(o.evidence_id), pg_catalog.array_agg(o.document_id),
                        pg_catalog.array_agg(o.final_score::double precision),
                        pg_catalog.array_agg(pg_catalog.hashtextextended(o.body, 0)),
-                       pg_catalog.array_agg(o.document_version), pg_catalog.array_agg(o.source_version),
                        pg_catalog.array_agg(v.embedding), pg_catalog.bool_and(v.embedding IS NOT NULL)
-                INTO ids, doc_ids, scores, keys, doc_versions, source_versions, emb, complete
+                INTO ids, doc_ids, scores, keys, emb, complete
                 FROM (
                     -- in score order (ties by evidence_id); an aggregate over an ordered
                     -- subquery with nothing between keeps that order. Without the scored
@@ -640,12 +644,13 @@ BEGIN
                 -- the rows leaving the sort only (without the scored rows, the
                 -- pool: MMR reads no other; session 9: hashed in the probe, all
                 -- 100 bodies were hashed for the 20 or 30 MMR reads)
+                -- (not the versions: only the vectors statement, which these
+                -- statements replace, reads them)
                 SELECT pg_catalog.array_agg(o.evidence_id), pg_catalog.array_agg(o.document_id),
                        pg_catalog.array_agg(o.final_score::double precision),
                        pg_catalog.array_agg(pg_catalog.hashtextextended(o.body, 0)),
-                       pg_catalog.array_agg(o.document_version), pg_catalog.array_agg(o.source_version),
                        pg_catalog.array_agg(v.embedding), pg_catalog.bool_and(v.embedding IS NOT NULL)
-                INTO ids, doc_ids, scores, keys, doc_versions, source_versions, emb, complete
+                INTO ids, doc_ids, scores, keys, emb, complete
                 FROM (
                     -- in score order (ties by evidence_id); an aggregate over an ordered
                     -- subquery with nothing between keeps that order. Without the scored
@@ -1144,23 +1149,25 @@ BEGIN
     -- almost never duplicates. The collapse below finds them by row.
     IF n > 1 THEN
         SELECT pg_catalog.array_agg(
-                   CASE WHEN complete THEN 1.0 - (emb[ij.i] OPERATOR(public.<=>) emb[ij.j])
-                   ELSE COALESCE(CASE WHEN emb[ij.i] IS NOT NULL AND emb[ij.j] IS NOT NULL
-                                      THEN 1.0 - (emb[ij.i] OPERATOR(public.<=>) emb[ij.j])
+                   CASE WHEN complete THEN 1.0 - (ij.a OPERATOR(public.<=>) emb[ij.j])
+                   ELSE COALESCE(CASE WHEN ij.a IS NOT NULL AND emb[ij.j] IS NOT NULL
+                                      THEN 1.0 - (ij.a OPERATOR(public.<=>) emb[ij.j])
                                       ELSE public.similarity(heads[ij.i], heads[ij.j]) END, 0)
                    END::double precision),
                -- whether two members share a key: an init-plan, so the collapse
                -- below searches no row when no pair is a duplicate
                (SELECT pg_catalog.count(DISTINCT k.k) FROM pg_catalog.unnest(keys) AS k (k))
         INTO sims, distinct_keys
-        -- the pairs from set-returning functions in select lists (1..n
-        -- are emb's subscripts: it has the n pool members): a
-        -- ProjectSet emits each input row's series in order, without
-        -- the tuplestore a function scan fills per pool member (the
-        -- same pairs in the same order as the lateral
-        -- generate_subscripts x generate_series it replaces, session 9)
-        FROM (SELECT p.i, pg_catalog.generate_series(1, p.i - 1) AS j
-              FROM (SELECT pg_catalog.generate_series(1, n) AS i) AS p) AS ij;
+        -- the pairs from a set-returning function in a select list (1..n
+        -- are emb's subscripts: it has the n pool members): a ProjectSet
+        -- emits each row's series in order, without the tuplestore a
+        -- function scan fills per pool member (the same pairs in the same
+        -- order as the lateral generate_subscripts x generate_series it
+        -- replaces, session 9). Row i's vector is read once per row, in
+        -- a subquery of its own (OFFSET 0: pulled up, emb[i] was read
+        -- again for every pair; session 15).
+        FROM (SELECT p.i, p.a, pg_catalog.generate_series(1, p.i - 1) AS j
+              FROM (SELECT g.i, emb[g.i] AS a FROM pg_catalog.generate_series(1, n) AS g (i) OFFSET 0) AS p) AS ij;
     END IF;
     live := pg_catalog.array_fill(true, ARRAY[n]);
     collapsed := pg_catalog.array_fill(NULL::uuid, ARRAY[n]);
@@ -1225,13 +1232,24 @@ BEGIN
     -- picks in the same order, same values.)
     target := LEAST(want, pg_catalog.cardinality(cand));
     IF target > 0 THEN
-        -- the first pass: every max_sim is still 0
-        FOREACH i IN ARRAY cand LOOP
-            IF best IS NULL OR rel[i] - keep * max_sim[i] > best_value THEN
-                best := i;
-                best_value := rel[i] - keep * max_sim[i];
-            END IF;
-        END LOOP;
+        -- the first pass: every max_sim is still 0, so each value is its
+        -- rel (rel - keep * 0, keep finite), and rel never rises along the
+        -- pool (the scores are in descending order, NaN first, and x ->
+        -- lambda * x / best_score, rounded, never falls with x for a finite
+        -- lambda > 0 and best_score > 0, or is NaN for every x when
+        -- best_score is): the first standing candidate is the pass's first
+        -- best, without a visit of the others. Any other lambda: the pass.
+        IF lambda > 0 AND lambda < 'Infinity'::double precision THEN
+            best := cand[1];
+            best_value := rel[best] - keep * max_sim[best];
+        ELSE
+            FOREACH i IN ARRAY cand LOOP
+                IF best IS NULL OR rel[i] - keep * max_sim[i] > best_value THEN
+                    best := i;
+                    best_value := rel[i] - keep * max_sim[i];
+                END IF;
+            END LOOP;
+        END IF;
         FOR step IN 1 .. target LOOP
             cand := pg_catalog.array_remove(cand, best);
             ordered_ids := ordered_ids || ids[best];
