@@ -104,26 +104,29 @@ AS $$
                / mix_total AS relevance,
                CASE
                    WHEN a.half_life IS NULL THEN 1.0
-                   WHEN a.source_created_at IS NOT NULL THEN
-                       -- LEAST(700, ...): exp() raises an underflow error below about e^-745,
-                       -- which years-old conversation evidence reaches; e^-700 is already 0 here.
-                       -- The age in days in double precision (session 14): date_part, not
-                       -- EXTRACT, whose numeric result was divided in numeric and converted to
-                       -- double through its decimal text (about 0.45 microseconds a candidate,
-                       -- 5 % of a ranking call). The two differ in the last bit of some ages
-                       -- (the numeric quotient was rounded to 16 digits before the binary
-                       -- rounding); every statement here computes it this way, so explain and
-                       -- recall score alike. docs/RECALL.md, session 14.
-                       pg_catalog.exp(-LEAST(700.0, GREATEST(0, pg_catalog.date_part('epoch', clock - a.source_created_at) / 86400.0)
-                                      / a.half_life))
-                   ELSE
-                       -- the team's newest sequence number: an uncorrelated
-                       -- subquery, run only when a candidate has no created_at
-                       pg_catalog.exp(-LEAST(700.0, GREATEST(0, COALESCE(
-                           (SELECT pg_catalog.max(x.sequence_number) FROM dm_private.search_documents AS x
-                            WHERE x.team_id = team AND x.subject_kind = 'evidence')
-                           - a.sequence_number, 0))::double precision
-                                      / a.half_life))
+                   -- LEAST(700, ...): exp() raises an underflow error below about e^-745,
+                   -- which years-old conversation evidence reaches; e^-700 is already 0 here.
+                   -- One exp and one division for both ages (session 15): the half-life is
+                   -- a CASE over the memory type, and each mention of it is evaluated (and
+                   -- set up on every call) again; the same operations on the same values.
+                   ELSE pg_catalog.exp(-LEAST(700.0,
+                       CASE WHEN a.source_created_at IS NOT NULL THEN
+                           -- The age in days in double precision (session 14): date_part, not
+                           -- EXTRACT, whose numeric result was divided in numeric and converted to
+                           -- double through its decimal text (about 0.45 microseconds a candidate,
+                           -- 5 % of a ranking call). The two differ in the last bit of some ages
+                           -- (the numeric quotient was rounded to 16 digits before the binary
+                           -- rounding); every statement here computes it this way, so explain and
+                           -- recall score alike. docs/RECALL.md, session 14.
+                           GREATEST(0, pg_catalog.date_part('epoch', clock - a.source_created_at) / 86400.0)
+                       ELSE
+                           -- the team's newest sequence number: an uncorrelated
+                           -- subquery, run only when a candidate has no created_at
+                           GREATEST(0, COALESCE(
+                               (SELECT pg_catalog.max(x.sequence_number) FROM dm_private.search_documents AS x
+                                WHERE x.team_id = team AND x.subject_kind = 'evidence')
+                               - a.sequence_number, 0))::double precision
+                       END / a.half_life))
                END::double precision AS recency,
                LEAST(1.0, GREATEST(0.0, a.importance)) AS importance,
                plain_frequency AS frequency,
@@ -354,8 +357,10 @@ DECLARE
     heads text [];
     complete boolean;
     sims double precision [];
-    duplicates bigint [];
-    pair bigint;
+    row_offset integer;
+    any_collapsed boolean := false;
+    -- how many distinct keys (text hashes) the pool has
+    distinct_keys bigint;
     best_score double precision;
     live boolean [];
     collapsed uuid [];
@@ -381,6 +386,7 @@ DECLARE
     mix_total double precision;
     lifting boolean;
     lift_none double precision;
+    lift_added double precision;
     plain_frequency double precision;
     support_none double precision;
     temporal_none double precision;
@@ -444,6 +450,11 @@ BEGIN
     lifting := lift_weight > 0;
     -- the lift of an empty frame (a candidate without group or sequence)
     lift_none := lift_weight * COALESCE(GREATEST(NULL::double precision, 0), 0);
+    -- what the statement without the lift's window adds to each score: the
+    -- lift of an empty frame, or without a lift -0, which IEEE addition
+    -- leaves every value unchanged by (x + -0 = x, -0 and NaN included):
+    -- one expression of the score instead of a CASE holding it twice (below)
+    lift_added := CASE WHEN lifting THEN lift_none ELSE '-0'::double precision END;
     -- (the EXISTS only when a snapshot is named: an expression with a
     -- subquery is a statement of its own, run even when snapshot IS NULL)
     IF snapshot IS NOT NULL THEN
@@ -539,10 +550,11 @@ BEGIN
                 -- it; the scored rows are read once, not materialized for a window
                 -- that would read none of them (session 13)
                 WITH lifted AS (
-                    SELECT s.*,
-                           CASE WHEN lifting THEN
-                               s.score + lift_none
-                           ELSE s.score END AS final_score
+                    -- (lift_added, not CASE WHEN lifting THEN s.score +
+                    -- lift_none ELSE s.score END: the function is inlined, so
+                    -- s.score is its expression, and the CASE held it twice:
+                    -- fifteen more operators to set up on every call)
+                    SELECT s.*, s.score + lift_added AS final_score
                     FROM dm_private.recall_rank_scores(
                            team, fused, fused_best, fused_worst, scopes, clock, half_lives, hl_conversation,
                            hl_workflow, hl_episodic, hl_semantic, hl_organizational, scan_phrases, exact_q, mix_fusion,
@@ -553,12 +565,13 @@ BEGIN
                 -- the rows leaving the sort only (without the scored rows, the
                 -- pool: MMR reads no other; session 9: hashed in the probe, all
                 -- 100 bodies were hashed for the 20 or 30 MMR reads)
+                -- (not the versions: only the vectors statement, which these
+                -- statements replace, reads them)
                 SELECT pg_catalog.array_agg(o.evidence_id), pg_catalog.array_agg(o.document_id),
                        pg_catalog.array_agg(o.final_score::double precision),
                        pg_catalog.array_agg(pg_catalog.hashtextextended(o.body, 0)),
-                       pg_catalog.array_agg(o.document_version), pg_catalog.array_agg(o.source_version),
                        pg_catalog.array_agg(v.embedding), pg_catalog.bool_and(v.embedding IS NOT NULL)
-                INTO ids, doc_ids, scores, keys, doc_versions, source_versions, emb, complete
+                INTO ids, doc_ids, scores, keys, emb, complete
                 FROM (
                     -- in score order (ties by evidence_id); an aggregate over an ordered
                     -- subquery with nothing between keeps that order. Without the scored
@@ -631,12 +644,13 @@ BEGIN
                 -- the rows leaving the sort only (without the scored rows, the
                 -- pool: MMR reads no other; session 9: hashed in the probe, all
                 -- 100 bodies were hashed for the 20 or 30 MMR reads)
+                -- (not the versions: only the vectors statement, which these
+                -- statements replace, reads them)
                 SELECT pg_catalog.array_agg(o.evidence_id), pg_catalog.array_agg(o.document_id),
                        pg_catalog.array_agg(o.final_score::double precision),
                        pg_catalog.array_agg(pg_catalog.hashtextextended(o.body, 0)),
-                       pg_catalog.array_agg(o.document_version), pg_catalog.array_agg(o.source_version),
                        pg_catalog.array_agg(v.embedding), pg_catalog.bool_and(v.embedding IS NOT NULL)
-                INTO ids, doc_ids, scores, keys, doc_versions, source_versions, emb, complete
+                INTO ids, doc_ids, scores, keys, emb, complete
                 FROM (
                     -- in score order (ties by evidence_id); an aggregate over an ordered
                     -- subquery with nothing between keeps that order. Without the scored
@@ -1122,36 +1136,38 @@ BEGIN
     -- (i - 1) * (i - 2) / 2 + j: cosine similarity of the two
     -- vectors when both exist (always, when `complete`), else trigram
     -- similarity of the heads, NULL as 0 (recall_similarity_matrix's
-    -- expression); and, in the same pass, the pairs that are exact or near
-    -- duplicates, as i * 2^32 + j. The lateral series fixes the order: i
-    -- ascending, then j ascending. (Session 7: one series over the pair
-    -- positions k, with i = ceil((1 + sqrt(1 + 8k)) / 2) and j from k, gives
-    -- the same pairs without a function scan per pool member, but its
-    -- per-pair arithmetic cost more: 6.35 M against 6.22 M instructions per
-    -- ranking call.)
+    -- expression). The series fixes the order: i ascending, then j
+    -- ascending. (Session 7: one series over the pair positions k, with
+    -- i = ceil((1 + sqrt(1 + 8k)) / 2) and j from k, gives the same pairs
+    -- without a function scan per pool member, but its per-pair arithmetic
+    -- cost more: 6.35 M against 6.22 M instructions per ranking call.)
+    -- Session 15: the statement only computes and collects the
+    -- similarities. It also collected, with a FILTER per pair, the pairs
+    -- that are duplicates, which kept each similarity in a subquery of its
+    -- own (OFFSET 0, so that the FILTER did not compute it again): a
+    -- subquery scan, a projection and a filter per pair for pairs that are
+    -- almost never duplicates. The collapse below finds them by row.
     IF n > 1 THEN
-        SELECT pg_catalog.array_agg(q.sim),
-               pg_catalog.array_agg(q.i::bigint * 4294967296 + q.j) FILTER (WHERE keys[q.i] = keys[q.j] OR q.sim >= duplicate_at)
-        INTO sims, duplicates
-        FROM (SELECT ij.i, ij.j,
-                     CASE WHEN complete THEN 1.0 - (emb[ij.i] OPERATOR(public.<=>) emb[ij.j])
-                     ELSE COALESCE(CASE WHEN emb[ij.i] IS NOT NULL AND emb[ij.j] IS NOT NULL
-                                        THEN 1.0 - (emb[ij.i] OPERATOR(public.<=>) emb[ij.j])
-                                        ELSE public.similarity(heads[ij.i], heads[ij.j]) END, 0)
-                     END::double precision AS sim
-              -- the pairs from set-returning functions in select lists (1..n
-              -- are emb's subscripts: it has the n pool members): a
-              -- ProjectSet emits each input row's series in order, without
-              -- the tuplestore a function scan fills per pool member (the
-              -- same pairs in the same order as the lateral
-              -- generate_subscripts x generate_series it replaces, session 9)
-              FROM (SELECT p.i, pg_catalog.generate_series(1, p.i - 1) AS j
-                    FROM (SELECT pg_catalog.generate_series(1, n) AS i) AS p) AS ij
-              -- OFFSET 0: q stays a subquery of its own, so each pair's
-              -- similarity is computed once; pulled up, the expression was
-              -- copied into the aggregate and into its FILTER, and every
-              -- cosine ran twice (session 9)
-              OFFSET 0) AS q;
+        SELECT pg_catalog.array_agg(
+                   CASE WHEN complete THEN 1.0 - (ij.a OPERATOR(public.<=>) emb[ij.j])
+                   ELSE COALESCE(CASE WHEN ij.a IS NOT NULL AND emb[ij.j] IS NOT NULL
+                                      THEN 1.0 - (ij.a OPERATOR(public.<=>) emb[ij.j])
+                                      ELSE public.similarity(heads[ij.i], heads[ij.j]) END, 0)
+                   END::double precision),
+               -- whether two members share a key: an init-plan, so the collapse
+               -- below searches no row when no pair is a duplicate
+               (SELECT pg_catalog.count(DISTINCT k.k) FROM pg_catalog.unnest(keys) AS k (k))
+        INTO sims, distinct_keys
+        -- the pairs from a set-returning function in a select list (1..n
+        -- are emb's subscripts: it has the n pool members): a ProjectSet
+        -- emits each row's series in order, without the tuplestore a
+        -- function scan fills per pool member (the same pairs in the same
+        -- order as the lateral generate_subscripts x generate_series it
+        -- replaces, session 9). Row i's vector is read once per row, in
+        -- a subquery of its own (OFFSET 0: pulled up, emb[i] was read
+        -- again for every pair; session 15).
+        FROM (SELECT p.i, p.a, pg_catalog.generate_series(1, p.i - 1) AS j
+              FROM (SELECT g.i, emb[g.i] AS a FROM pg_catalog.generate_series(1, n) AS g (i) OFFSET 0) AS p) AS ij;
     END IF;
     live := pg_catalog.array_fill(true, ARRAY[n]);
     collapsed := pg_catalog.array_fill(NULL::uuid, ARRAY[n]);
@@ -1163,14 +1179,25 @@ BEGIN
 
     -- collapse exact and near duplicates into the better-scored candidate:
     -- a row collapses into the first earlier row still standing that it
-    -- duplicates (pairs come i-major, so every earlier row is settled)
-    IF duplicates IS NOT NULL THEN
-        FOREACH pair IN ARRAY duplicates LOOP
-            i := (pair / 4294967296)::integer;
-            j := (pair % 4294967296)::integer;
-            IF live[i] AND live[j] THEN
-                live[i] := false;
-                collapsed[i] := ids[j];
+    -- duplicates (same key, or a similarity at or above duplicate_at, as
+    -- float8 compares: NaN above all). Rows in order, so every earlier row
+    -- is settled. The pool is searched only when it has a duplicate pair,
+    -- which one test of all the similarities and the count of distinct keys
+    -- (with the similarities) tell; a row is then searched pair by pair only when one of its pairs is a
+    -- duplicate, which two array tests of the row's earlier keys and of its
+    -- similarities tell (sims holds row i's pairs contiguously).
+    IF n > 1 AND (distinct_keys < n OR duplicate_at <= ANY (sims)) THEN
+        FOR i IN 2 .. n LOOP
+            row_offset := (i - 1) * (i - 2) / 2;
+            IF keys[i] = ANY (keys[1:i - 1]) OR duplicate_at <= ANY (sims[row_offset + 1:row_offset + i - 1]) THEN
+                FOR j IN 1 .. i - 1 LOOP
+                    IF live[j] AND (keys[i] = keys[j] OR sims[row_offset + j] >= duplicate_at) THEN
+                        live[i] := false;
+                        collapsed[i] := ids[j];
+                        any_collapsed := true;
+                        EXIT;
+                    END IF;
+                END LOOP;
             END IF;
         END LOOP;
     END IF;
@@ -1178,7 +1205,7 @@ BEGIN
     -- the candidates still standing, in pool order (a pass visits only
     -- these: no test per collapsed or picked row); without a duplicate, all
     -- of the pool (the positions read with the vectors)
-    IF duplicates IS NOT NULL THEN
+    IF any_collapsed THEN
         cand := ARRAY(SELECT o.o FROM pg_catalog.generate_series(1, n) AS o (o) WHERE live[o.o] ORDER BY o.o);
     END IF;
     keep := 1 - lambda;
@@ -1205,13 +1232,24 @@ BEGIN
     -- picks in the same order, same values.)
     target := LEAST(want, pg_catalog.cardinality(cand));
     IF target > 0 THEN
-        -- the first pass: every max_sim is still 0
-        FOREACH i IN ARRAY cand LOOP
-            IF best IS NULL OR rel[i] - keep * max_sim[i] > best_value THEN
-                best := i;
-                best_value := rel[i] - keep * max_sim[i];
-            END IF;
-        END LOOP;
+        -- the first pass: every max_sim is still 0, so each value is its
+        -- rel (rel - keep * 0, keep finite), and rel never rises along the
+        -- pool (the scores are in descending order, NaN first, and x ->
+        -- lambda * x / best_score, rounded, never falls with x for a finite
+        -- lambda > 0 and best_score > 0, or is NaN for every x when
+        -- best_score is): the first standing candidate is the pass's first
+        -- best, without a visit of the others. Any other lambda: the pass.
+        IF lambda > 0 AND lambda < 'Infinity'::double precision THEN
+            best := cand[1];
+            best_value := rel[best] - keep * max_sim[best];
+        ELSE
+            FOREACH i IN ARRAY cand LOOP
+                IF best IS NULL OR rel[i] - keep * max_sim[i] > best_value THEN
+                    best := i;
+                    best_value := rel[i] - keep * max_sim[i];
+                END IF;
+            END LOOP;
+        END IF;
         FOR step IN 1 .. target LOOP
             cand := pg_catalog.array_remove(cand, best);
             ordered_ids := ordered_ids || ids[best];

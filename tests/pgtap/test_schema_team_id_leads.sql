@@ -77,6 +77,13 @@ VALUES
 --                              the same (0089): hydration's probes of each
 --                              result's evidence, source and revision by id;
 --                              every reader keeps its team_id predicate.
+--   dm_private.document_embeddings_document_hash_idx
+--                              the same (0090): the ranking's probe of each
+--                              MMR pool member's vector by document_id; the
+--                              reader keeps its team_id predicate. It is an
+--                              index of the partitioned table: each
+--                              partition's copy of it (attached to it, same
+--                              keys) is checked as the parent index, below.
 --   dm_private.entity_names_team_trigram_idx,
 --   dm_private.search_documents_entity_team_lexemes_idx
 --                              the same for entity name trigrams (0055) and
@@ -93,6 +100,7 @@ VALUES
     ('dm_private.evidence_evidence_hash_idx'),
     ('dm_private.sources_source_hash_idx'),
     ('dm_private.source_revisions_revision_hash_idx'),
+    ('dm_private.document_embeddings_document_hash_idx'),
     ('dm_private.entity_names_team_trigram_idx'),
     ('dm_private.search_documents_entity_team_lexemes_idx');
 
@@ -143,13 +151,18 @@ JOIN pg_catalog.pg_constraint AS k ON k.conrelid = g.table_oid AND k.contype = '
 JOIN team_tables AS referenced ON referenced.table_oid = k.confrelid
 WHERE g.team_attnum IS NULL;
 
+-- A partition's index attached to an index of its partitioned table has that
+-- index's keys: it is checked (and documented) as the parent index.
 CREATE TEMPORARY VIEW index_offenders AS
 SELECT pg_catalog.format('%I.%I', n.nspname, ic.relname) COLLATE "default" AS index_name
 FROM team_tables AS t
 JOIN pg_catalog.pg_index AS i ON i.indrelid = t.table_oid
 JOIN pg_catalog.pg_class AS ic ON ic.oid = i.indexrelid
 JOIN pg_catalog.pg_namespace AS n ON n.oid = ic.relnamespace
-WHERE i.indkey[0] <> t.team_attnum;
+WHERE i.indkey[0] <> t.team_attnum
+  AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_inherits AS h
+                  JOIN pg_catalog.pg_index AS parent ON parent.indexrelid = h.inhparent
+                  WHERE h.inhrelid = i.indexrelid);
 
 SELECT cmp_ok((SELECT count(*) FROM team_tables)::integer, '>=', 20,
               'the catalog query sees the team tables (guards against a vacuous pass)');
