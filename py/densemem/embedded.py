@@ -171,8 +171,10 @@ class SharedMemory:
     2 MB pages only when the operating system has reserved enough of them
     (`vm.nr_hugepages`); otherwise on 4 kB pages, silently. With 6 GB of shared
     buffers that is the difference between ~3,000 and ~1.5 million pages to
-    translate: on the 1M-row bench the ranking stage's backend CPU per call was
-    0.65-1.0 ms with huge pages against 0.85-1.05 without (session 15).
+    translate: on the 1M-row bench the ranking stage's backend CPU per call
+    (median of interleaved runs, session 15) was 0.73 ms with huge pages and
+    0.80 without, and the recall p50 stayed under 4 ms in 6 of 6 runs with them
+    and 3 of 6 without (docs/BENCHMARKS.md).
     """
 
     shared_buffers: str
@@ -203,7 +205,7 @@ def describe_shared_memory(memory: SharedMemory) -> str:
     text = f"shared buffers {memory.shared_buffers}, huge pages {memory.huge_pages_status}"
     if memory.huge_pages_status != "on" and memory.huge_pages_needed > 0:
         text += (
-            f" (to use them, reserve {memory.huge_pages_needed} pages of 2 MB before the server starts: "
+            f" (to use them, reserve {memory.huge_pages_needed} huge pages before the server starts: "
             f"sysctl vm.nr_hugepages={memory.huge_pages_needed}, as root)"
         )
     return text

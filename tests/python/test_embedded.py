@@ -195,7 +195,7 @@ def test_shared_memory_line_names_the_reservation_only_without_huge_pages() -> N
 
     without = SharedMemory("6026MB", "try", "off", 3117)
     assert describe_shared_memory(without) == (
-        "shared buffers 6026MB, huge pages off (to use them, reserve 3117 pages of 2 MB before the server "
+        "shared buffers 6026MB, huge pages off (to use them, reserve 3117 huge pages before the server "
         "starts: sysctl vm.nr_hugepages=3117, as root)"
     )
     assert describe_shared_memory(SharedMemory("6026MB", "try", "on", 3117)) == (
