@@ -178,25 +178,22 @@ class SharedMemory:
     """
 
     shared_buffers: str
-    huge_pages_setting: str
     huge_pages_status: str
     huge_pages_needed: int
 
 
 def shared_memory(url: str) -> SharedMemory:
-    """Shared buffers, the huge-pages setting, whether the server got huge pages, and how many
+    """Shared buffers, whether the server got huge pages, and how many
     2 MB pages its shared memory needs (`shared_memory_size_in_huge_pages`, -1 where the
     platform has none)."""
     with psycopg.connect(url, connect_timeout=10) as conn:
         row = conn.execute(
-            "SELECT pg_catalog.current_setting('shared_buffers'), pg_catalog.current_setting('huge_pages'), "
+            "SELECT pg_catalog.current_setting('shared_buffers'), "
             "pg_catalog.current_setting('huge_pages_status'), "
             "pg_catalog.current_setting('shared_memory_size_in_huge_pages')::integer"
         ).fetchone()
     assert row is not None
-    return SharedMemory(
-        shared_buffers=row[0], huge_pages_setting=row[1], huge_pages_status=row[2], huge_pages_needed=row[3]
-    )
+    return SharedMemory(shared_buffers=row[0], huge_pages_status=row[1], huge_pages_needed=row[2])
 
 
 def describe_shared_memory(memory: SharedMemory) -> str:

@@ -193,14 +193,14 @@ def test_shared_buffers_are_a_quarter_of_memory_within_bounds() -> None:
 def test_shared_memory_line_names_the_reservation_only_without_huge_pages() -> None:
     from densemem.embedded import SharedMemory, describe_shared_memory
 
-    without = SharedMemory("6026MB", "try", "off", 3117)
+    without = SharedMemory("6026MB", "off", 3117)
     assert describe_shared_memory(without) == (
         "shared buffers 6026MB, huge pages off (to use them, reserve 3117 huge pages before the server "
         "starts: sysctl vm.nr_hugepages=3117, as root)"
     )
-    assert describe_shared_memory(SharedMemory("6026MB", "try", "on", 3117)) == (
+    assert describe_shared_memory(SharedMemory("6026MB", "on", 3117)) == (
         "shared buffers 6026MB, huge pages on"
     )
     # a platform without huge pages (-1): nothing to reserve
-    platform_without = SharedMemory("128MB", "try", "off", -1)
+    platform_without = SharedMemory("128MB", "off", -1)
     assert describe_shared_memory(platform_without) == "shared buffers 128MB, huge pages off"
