@@ -1155,8 +1155,11 @@ BEGIN
                                       ELSE public.similarity(heads[ij.i], heads[ij.j]) END, 0)
                    END::double precision),
                -- whether two members share a key: an init-plan, so the collapse
-               -- below searches no row when no pair is a duplicate
-               (SELECT pg_catalog.count(DISTINCT k.k) FROM pg_catalog.unnest(keys) AS k (k))
+               -- below searches no row when no pair is a duplicate. Only the
+               -- pool's keys: with the scored rows (explain) `keys` holds every
+               -- candidate, and a count over all of them missed a pool's pair
+               -- whenever the candidates had n or more distinct keys (session 16)
+               (SELECT pg_catalog.count(DISTINCT k.k) FROM pg_catalog.unnest(keys[1:n]) AS k (k))
         INTO sims, distinct_keys
         -- the pairs from a set-returning function in a select list (1..n
         -- are emb's subscripts: it has the n pool members): a ProjectSet

@@ -19,7 +19,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import psycopg
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from psycopg.types.json import Jsonb
 from test_recall_support import embed, ingest, make_team, unit
@@ -120,6 +120,20 @@ def fetch(conn: Conn, team: uuid.UUID, sql: str, params: dict[str, Any]) -> dict
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+# found by hypothesis (session 16): with the scored rows, the collapse test counted the distinct keys of every
+# candidate, not of the pool's 11, so a duplicate pair inside the pool (positions 5 and 6) was not collapsed
+@example(
+    seed=10,
+    size=27,
+    want=1,
+    lam=0.0,
+    duplicate_at=1.5,
+    pool=5,
+    context=None,
+    query="rotate the certificate",
+    extra={},
+    exact=0.3,
+)
 @given(
     seed=st.integers(min_value=0, max_value=10**6),
     size=st.integers(min_value=0, max_value=48),
