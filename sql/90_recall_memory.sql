@@ -129,6 +129,8 @@ DECLARE
     fused dm_private.recall_fused [];
     -- the fusion core's answer: fused, best_score, worst_score
     fusion record;
+    -- recall_rank's answer: ordered_ids, scored, mmr_rows
+    ranking record;
     scored dm_private.recall_scored [];
     hops jsonb := '{}';
     seeds uuid [];
@@ -392,10 +394,14 @@ BEGIN
         -- (dm_private.recall_rank, sql/50): it returns the MMR order, and the
         -- scored rows and MMR rows only when explaining. rerank_ms covers
         -- rerank, lift and MMR; mmr_ms is what is left after the call.
-        SELECT r.ordered_ids, r.scored, r.mmr_rows
-        INTO ordered_ids, scored, mmr_rows
-        FROM dm_private.recall_rank(team, query, fused, pass_req, settings, hops, true, pass_want, with_explain,
-                                     fusion.best_score, fusion.worst_score) AS r;
+        -- (an assignment of the function's row, as fusion's: an expression,
+        -- not a statement with a function scan and its one-row tuplestore;
+        -- session 16)
+        ranking := dm_private.recall_rank(team, query, fused, pass_req, settings, hops, true, pass_want, with_explain,
+                                          fusion.best_score, fusion.worst_score);
+        ordered_ids := ranking.ordered_ids;
+        scored := ranking.scored;
+        mmr_rows := ranking.mmr_rows;
         IF with_explain AND pass = 1 THEN
             timings := timings || pg_catalog.jsonb_build_object('rerank_ms', EXTRACT(EPOCH FROM pg_catalog.clock_timestamp() - mark) * 1000);
             mark := pg_catalog.clock_timestamp();
