@@ -22,7 +22,7 @@
 -- search reads until a vacuum. What it costs writers: each evidence's
 -- lexemes go into the GIN trees one at a time, 1.42 M instructions of index
 -- insertion per evidence against 1.21 M with a 64 kB list and 0.57 M plus a
--- share of each 4 MB flush with the default: about 7 % of an evidence's
+-- share of each 4 MB flush with the default: at most 9 % of an evidence's
 -- ~9.5 M ingest instructions more than today, 2 % more than 64 kB.
 --
 -- These are plain indexes of a plain table, so ALTER INDEX ... SET applies
