@@ -26,6 +26,7 @@ COMMAND_MODULES: list[str] = [
     "densemem.bench_discovery",
     "densemem.bench_parse",
     "densemem.bench_recall",
+    "densemem.bench_ingest",
     "densemem.keys_command",
     "densemem.serve_command",
     "densemem.recall_command",
