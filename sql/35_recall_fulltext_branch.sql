@@ -196,6 +196,13 @@ DECLARE
     window_from timestamptz := (req ->> 'window_from')::timestamptz;
     window_to timestamptz := (req ->> 'window_to')::timestamptz;
     known_ids uuid [] := '{}';
+    -- whether the request filters documents at all (a list, a creation bound,
+    -- a window, known ids): every statement tests the seven request
+    -- predicates only when it does, one boolean per candidate otherwise
+    -- (session 16: the predicates, the known-ids array above all, which a
+    -- PL/pgSQL variable holds expanded and every row's <> ALL flattens again,
+    -- were about 0.5 k instructions a candidate on unfiltered calls)
+    request_filtered boolean;
     -- the team's profiles that are not active (read by the statistics
     -- statement below, one statement less per call)
     disabled uuid [];
@@ -234,6 +241,9 @@ BEGIN
     IF pg_catalog.jsonb_array_length(req -> 'known_evidence_ids') > 0 THEN
         known_ids := ARRAY(SELECT pg_catalog.jsonb_array_elements_text(req -> 'known_evidence_ids')::uuid);
     END IF;
+    request_filtered := source_groups IS NOT NULL OR memory_types IS NOT NULL
+                        OR created_after IS NOT NULL OR created_before IS NOT NULL OR has_window
+                        OR pg_catalog.cardinality(known_ids) > 0;
 
     -- The team's statistics, exact (compacted rows plus pending deltas; the
     -- same reads as dm_private.search_team_totals and
@@ -489,14 +499,15 @@ BEGIN
                                   AND (d.valid_to IS NULL OR d.valid_to > valid_at)
                                   AND (d.known_from IS NULL OR d.known_from <= known_at)
                                   AND (d.known_to IS NULL OR d.known_to > known_at)
-                                  AND (source_groups IS NULL OR d.source_group = ANY (source_groups))
-                                  AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
-                                  AND (created_after IS NULL OR d.source_created_at >= created_after)
-                                  AND (created_before IS NULL OR d.source_created_at < created_before)
-                                  AND (NOT has_window OR (d.source_created_at IS NOT NULL
-                                                          AND (window_from IS NULL OR d.source_created_at >= window_from)
-                                                          AND (window_to IS NULL OR d.source_created_at <= window_to)))
-                                  AND d.subject_id <> ALL (known_ids)) AS eligible
+                                  AND (NOT request_filtered
+                                       OR ((source_groups IS NULL OR d.source_group = ANY (source_groups))
+                                           AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
+                                           AND (created_after IS NULL OR d.source_created_at >= created_after)
+                                           AND (created_before IS NULL OR d.source_created_at < created_before)
+                                           AND (NOT has_window OR (d.source_created_at IS NOT NULL
+                                                                   AND (window_from IS NULL OR d.source_created_at >= window_from)
+                                                                   AND (window_to IS NULL OR d.source_created_at <= window_to)))
+                                           AND d.subject_id <> ALL (known_ids)))) AS eligible
                           FROM dm_private.search_documents AS d
                           WHERE small_team
                             AND d.team_id = team
@@ -574,14 +585,14 @@ BEGIN
                     -- from it. OFFSET 0 keeps each computed once.
                     SELECT m.document_id, m.subject_id,
                            k1 * (1.0 - b + b * pg_catalog.length(m.search_vector) / average_length) AS norm,
-                               CASE WHEN term_count >= 1 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq1, 0) END AS r1,
-                               CASE WHEN term_count >= 2 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq2, 0) END AS r2,
-                               CASE WHEN term_count >= 3 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq3, 0) END AS r3,
-                               CASE WHEN term_count >= 4 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq4, 0) END AS r4,
-                               CASE WHEN term_count >= 5 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq5, 0) END AS r5,
-                               CASE WHEN term_count >= 6 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq6, 0) END AS r6,
-                               CASE WHEN term_count >= 7 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq7, 0) END AS r7,
-                               CASE WHEN term_count >= 8 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq8, 0) END AS r8
+                               pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq1, 0) AS r1,
+                               pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq2, 0) AS r2,
+                               pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq3, 0) AS r3,
+                               pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq4, 0) AS r4,
+                               pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq5, 0) AS r5,
+                               pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq6, 0) AS r6,
+                               pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq7, 0) AS r7,
+                               pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq8, 0) AS r8
                     FROM matched AS m
                     OFFSET 0
                 ),
@@ -593,16 +604,21 @@ BEGIN
                     -- beyond term_count (NULL) too, so only the held lexemes' tf is
                     -- recovered and weighed (session 14: a candidate holds one or two of
                     -- the query's lexemes; the same sums as weighing every lexeme).
+                    -- A lexeme beyond term_count has a NULL query, and ts_rank, strict, a
+                    -- NULL rank without being called (no CASE per lexeme and row); 1 - rank
+                    -- is at least 1 - 0.99763 (a lexeme keeps at most 256 positions, and
+                    -- sum(1/i^2, i <= 256) / (pi^2/6) = 0.99763), so the division needs no
+                    -- guard (session 16: both dropped, the same values).
                     SELECT t.document_id, t.subject_id,
                            (
-                             CASE WHEN t.r1 > 0 THEN tw1 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r1), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r1), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                           + CASE WHEN t.r2 > 0 THEN tw2 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r2), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r2), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                           + CASE WHEN t.r3 > 0 THEN tw3 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r3), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r3), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                           + CASE WHEN t.r4 > 0 THEN tw4 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r4), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r4), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                           + CASE WHEN t.r5 > 0 THEN tw5 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r5), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r5), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                           + CASE WHEN t.r6 > 0 THEN tw6 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r6), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r6), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                           + CASE WHEN t.r7 > 0 THEN tw7 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r7), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r7), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                           + CASE WHEN t.r8 > 0 THEN tw8 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r8), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r8), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                             CASE WHEN t.r1 > 0 THEN tw1 * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r1)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r1)) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r2 > 0 THEN tw2 * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r2)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r2)) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r3 > 0 THEN tw3 * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r3)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r3)) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r4 > 0 THEN tw4 * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r4)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r4)) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r5 > 0 THEN tw5 * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r5)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r5)) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r6 > 0 THEN tw6 * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r6)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r6)) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r7 > 0 THEN tw7 * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r7)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r7)) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r8 > 0 THEN tw8 * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r8)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r8)) - 0.5) + t.norm) ELSE 0.0 END
                            )::double precision AS score
                     FROM term_frequencies AS t
                 )
@@ -646,14 +662,15 @@ BEGIN
                                   AND (d.valid_to IS NULL OR d.valid_to > valid_at)
                                   AND (d.known_from IS NULL OR d.known_from <= known_at)
                                   AND (d.known_to IS NULL OR d.known_to > known_at)
-                                  AND (source_groups IS NULL OR d.source_group = ANY (source_groups))
-                                  AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
-                                  AND (created_after IS NULL OR d.source_created_at >= created_after)
-                                  AND (created_before IS NULL OR d.source_created_at < created_before)
-                                  AND (NOT has_window OR (d.source_created_at IS NOT NULL
-                                                          AND (window_from IS NULL OR d.source_created_at >= window_from)
-                                                          AND (window_to IS NULL OR d.source_created_at <= window_to)))
-                                  AND d.subject_id <> ALL (known_ids)) AS eligible
+                                  AND (NOT request_filtered
+                                       OR ((source_groups IS NULL OR d.source_group = ANY (source_groups))
+                                           AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
+                                           AND (created_after IS NULL OR d.source_created_at >= created_after)
+                                           AND (created_before IS NULL OR d.source_created_at < created_before)
+                                           AND (NOT has_window OR (d.source_created_at IS NOT NULL
+                                                                   AND (window_from IS NULL OR d.source_created_at >= window_from)
+                                                                   AND (window_to IS NULL OR d.source_created_at <= window_to)))
+                                           AND d.subject_id <> ALL (known_ids)))) AS eligible
                           FROM dm_private.search_documents AS d
                           WHERE small_team
                             AND d.team_id = team
@@ -731,30 +748,30 @@ BEGIN
                     -- from it. OFFSET 0 keeps each computed once.
                     SELECT m.document_id, m.subject_id,
                            k1 * (1.0 - b + b * pg_catalog.length(m.search_vector) / average_length) AS norm,
-                               CASE WHEN term_count >= 1 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[1], 0) END AS r1,
-                               CASE WHEN term_count >= 2 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[2], 0) END AS r2,
-                               CASE WHEN term_count >= 3 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[3], 0) END AS r3,
-                               CASE WHEN term_count >= 4 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[4], 0) END AS r4,
-                               CASE WHEN term_count >= 5 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[5], 0) END AS r5,
-                               CASE WHEN term_count >= 6 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[6], 0) END AS r6,
-                               CASE WHEN term_count >= 7 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[7], 0) END AS r7,
-                               CASE WHEN term_count >= 8 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[8], 0) END AS r8,
-                               CASE WHEN term_count >= 9 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[9], 0) END AS r9,
-                               CASE WHEN term_count >= 10 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[10], 0) END AS r10,
-                               CASE WHEN term_count >= 11 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[11], 0) END AS r11,
-                               CASE WHEN term_count >= 12 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[12], 0) END AS r12,
-                               CASE WHEN term_count >= 13 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[13], 0) END AS r13,
-                               CASE WHEN term_count >= 14 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[14], 0) END AS r14,
-                               CASE WHEN term_count >= 15 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[15], 0) END AS r15,
-                               CASE WHEN term_count >= 16 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[16], 0) END AS r16,
-                               CASE WHEN term_count >= 17 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[17], 0) END AS r17,
-                               CASE WHEN term_count >= 18 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[18], 0) END AS r18,
-                               CASE WHEN term_count >= 19 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[19], 0) END AS r19,
-                               CASE WHEN term_count >= 20 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[20], 0) END AS r20,
-                               CASE WHEN term_count >= 21 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[21], 0) END AS r21,
-                               CASE WHEN term_count >= 22 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[22], 0) END AS r22,
-                               CASE WHEN term_count >= 23 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[23], 0) END AS r23,
-                               CASE WHEN term_count >= 24 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[24], 0) END AS r24
+                               pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[1], 0) AS r1,
+                               pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[2], 0) AS r2,
+                               pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[3], 0) AS r3,
+                               pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[4], 0) AS r4,
+                               pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[5], 0) AS r5,
+                               pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[6], 0) AS r6,
+                               pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[7], 0) AS r7,
+                               pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[8], 0) AS r8,
+                               pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[9], 0) AS r9,
+                               pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[10], 0) AS r10,
+                               pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[11], 0) AS r11,
+                               pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[12], 0) AS r12,
+                               pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[13], 0) AS r13,
+                               pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[14], 0) AS r14,
+                               pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[15], 0) AS r15,
+                               pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[16], 0) AS r16,
+                               pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[17], 0) AS r17,
+                               pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[18], 0) AS r18,
+                               pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[19], 0) AS r19,
+                               pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[20], 0) AS r20,
+                               pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[21], 0) AS r21,
+                               pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[22], 0) AS r22,
+                               pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[23], 0) AS r23,
+                               pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[24], 0) AS r24
                     FROM matched AS m
                     OFFSET 0
                 ),
@@ -766,32 +783,37 @@ BEGIN
                     -- beyond term_count (NULL) too, so only the held lexemes' tf is
                     -- recovered and weighed (session 14: a candidate holds one or two of
                     -- the query's lexemes; the same sums as weighing every lexeme).
+                    -- A lexeme beyond term_count has a NULL query, and ts_rank, strict, a
+                    -- NULL rank without being called (no CASE per lexeme and row); 1 - rank
+                    -- is at least 1 - 0.99763 (a lexeme keeps at most 256 positions, and
+                    -- sum(1/i^2, i <= 256) / (pi^2/6) = 0.99763), so the division needs no
+                    -- guard (session 16: both dropped, the same values).
                     SELECT t.document_id, t.subject_id,
                            (
-                             CASE WHEN t.r1 > 0 THEN idfs[1] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r1), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r1), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                           + CASE WHEN t.r2 > 0 THEN idfs[2] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r2), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r2), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                           + CASE WHEN t.r3 > 0 THEN idfs[3] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r3), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r3), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                           + CASE WHEN t.r4 > 0 THEN idfs[4] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r4), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r4), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                           + CASE WHEN t.r5 > 0 THEN idfs[5] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r5), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r5), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                           + CASE WHEN t.r6 > 0 THEN idfs[6] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r6), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r6), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                           + CASE WHEN t.r7 > 0 THEN idfs[7] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r7), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r7), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                           + CASE WHEN t.r8 > 0 THEN idfs[8] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r8), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r8), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                           + CASE WHEN t.r9 > 0 THEN idfs[9] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r9), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r9), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                           + CASE WHEN t.r10 > 0 THEN idfs[10] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r10), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r10), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                           + CASE WHEN t.r11 > 0 THEN idfs[11] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r11), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r11), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                           + CASE WHEN t.r12 > 0 THEN idfs[12] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r12), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r12), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                           + CASE WHEN t.r13 > 0 THEN idfs[13] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r13), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r13), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                           + CASE WHEN t.r14 > 0 THEN idfs[14] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r14), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r14), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                           + CASE WHEN t.r15 > 0 THEN idfs[15] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r15), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r15), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                           + CASE WHEN t.r16 > 0 THEN idfs[16] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r16), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r16), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                           + CASE WHEN t.r17 > 0 THEN idfs[17] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r17), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r17), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                           + CASE WHEN t.r18 > 0 THEN idfs[18] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r18), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r18), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                           + CASE WHEN t.r19 > 0 THEN idfs[19] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r19), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r19), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                           + CASE WHEN t.r20 > 0 THEN idfs[20] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r20), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r20), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                           + CASE WHEN t.r21 > 0 THEN idfs[21] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r21), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r21), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                           + CASE WHEN t.r22 > 0 THEN idfs[22] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r22), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r22), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                           + CASE WHEN t.r23 > 0 THEN idfs[23] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r23), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r23), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                           + CASE WHEN t.r24 > 0 THEN idfs[24] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r24), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r24), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                             CASE WHEN t.r1 > 0 THEN idfs[1] * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r1)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r1)) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r2 > 0 THEN idfs[2] * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r2)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r2)) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r3 > 0 THEN idfs[3] * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r3)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r3)) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r4 > 0 THEN idfs[4] * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r4)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r4)) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r5 > 0 THEN idfs[5] * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r5)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r5)) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r6 > 0 THEN idfs[6] * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r6)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r6)) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r7 > 0 THEN idfs[7] * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r7)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r7)) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r8 > 0 THEN idfs[8] * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r8)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r8)) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r9 > 0 THEN idfs[9] * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r9)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r9)) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r10 > 0 THEN idfs[10] * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r10)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r10)) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r11 > 0 THEN idfs[11] * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r11)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r11)) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r12 > 0 THEN idfs[12] * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r12)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r12)) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r13 > 0 THEN idfs[13] * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r13)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r13)) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r14 > 0 THEN idfs[14] * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r14)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r14)) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r15 > 0 THEN idfs[15] * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r15)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r15)) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r16 > 0 THEN idfs[16] * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r16)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r16)) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r17 > 0 THEN idfs[17] * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r17)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r17)) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r18 > 0 THEN idfs[18] * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r18)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r18)) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r19 > 0 THEN idfs[19] * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r19)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r19)) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r20 > 0 THEN idfs[20] * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r20)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r20)) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r21 > 0 THEN idfs[21] * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r21)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r21)) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r22 > 0 THEN idfs[22] * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r22)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r22)) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r23 > 0 THEN idfs[23] * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r23)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r23)) - 0.5) + t.norm) ELSE 0.0 END
+                           + CASE WHEN t.r24 > 0 THEN idfs[24] * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r24)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r24)) - 0.5) + t.norm) ELSE 0.0 END
                            )::double precision AS score
                     FROM term_frequencies AS t
                 )
@@ -862,14 +884,15 @@ BEGIN
                   AND (d.known_from IS NULL OR d.known_from <= known_at)
                   AND (d.known_to IS NULL OR d.known_to > known_at)
                   AND d.policy_labels <@ scopes
-                  AND (source_groups IS NULL OR d.source_group = ANY (source_groups))
-                  AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
-                  AND (created_after IS NULL OR d.source_created_at >= created_after)
-                  AND (created_before IS NULL OR d.source_created_at < created_before)
-                  AND (NOT has_window OR (d.source_created_at IS NOT NULL
-                                          AND (window_from IS NULL OR d.source_created_at >= window_from)
-                                          AND (window_to IS NULL OR d.source_created_at <= window_to)))
-                  AND d.subject_id <> ALL (known_ids)
+                  AND (NOT request_filtered
+                       OR ((source_groups IS NULL OR d.source_group = ANY (source_groups))
+                           AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
+                           AND (created_after IS NULL OR d.source_created_at >= created_after)
+                           AND (created_before IS NULL OR d.source_created_at < created_before)
+                           AND (NOT has_window OR (d.source_created_at IS NOT NULL
+                                                   AND (window_from IS NULL OR d.source_created_at >= window_from)
+                                                   AND (window_to IS NULL OR d.source_created_at <= window_to)))
+                           AND d.subject_id <> ALL (known_ids)))
             ),
             -- read once (by own_matched), so not materialised: its rows go
             -- straight into own_matched's store, one tuplestore copy of each
@@ -899,14 +922,15 @@ BEGIN
                   AND (d.known_from IS NULL OR d.known_from <= known_at)
                   AND (d.known_to IS NULL OR d.known_to > known_at)
                   AND d.policy_labels <@ scopes
-                  AND (source_groups IS NULL OR d.source_group = ANY (source_groups))
-                  AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
-                  AND (created_after IS NULL OR d.source_created_at >= created_after)
-                  AND (created_before IS NULL OR d.source_created_at < created_before)
-                  AND (NOT has_window OR (d.source_created_at IS NOT NULL
-                                          AND (window_from IS NULL OR d.source_created_at >= window_from)
-                                          AND (window_to IS NULL OR d.source_created_at <= window_to)))
-                  AND d.subject_id <> ALL (known_ids)
+                  AND (NOT request_filtered
+                       OR ((source_groups IS NULL OR d.source_group = ANY (source_groups))
+                           AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
+                           AND (created_after IS NULL OR d.source_created_at >= created_after)
+                           AND (created_before IS NULL OR d.source_created_at < created_before)
+                           AND (NOT has_window OR (d.source_created_at IS NOT NULL
+                                                   AND (window_from IS NULL OR d.source_created_at >= window_from)
+                                                   AND (window_to IS NULL OR d.source_created_at <= window_to)))
+                           AND d.subject_id <> ALL (known_ids)))
                 LIMIT budget)
                 UNION ALL
                 -- the dense way: the same first rows in heap order
@@ -934,14 +958,15 @@ BEGIN
                   AND (d.known_from IS NULL OR d.known_from <= known_at)
                   AND (d.known_to IS NULL OR d.known_to > known_at)
                   AND d.policy_labels <@ scopes
-                  AND (source_groups IS NULL OR d.source_group = ANY (source_groups))
-                  AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
-                  AND (created_after IS NULL OR d.source_created_at >= created_after)
-                  AND (created_before IS NULL OR d.source_created_at < created_before)
-                  AND (NOT has_window OR (d.source_created_at IS NOT NULL
-                                          AND (window_from IS NULL OR d.source_created_at >= window_from)
-                                          AND (window_to IS NULL OR d.source_created_at <= window_to)))
-                  AND d.subject_id <> ALL (known_ids)
+                  AND (NOT request_filtered
+                       OR ((source_groups IS NULL OR d.source_group = ANY (source_groups))
+                           AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
+                           AND (created_after IS NULL OR d.source_created_at >= created_after)
+                           AND (created_before IS NULL OR d.source_created_at < created_before)
+                           AND (NOT has_window OR (d.source_created_at IS NOT NULL
+                                                   AND (window_from IS NULL OR d.source_created_at >= window_from)
+                                                   AND (window_to IS NULL OR d.source_created_at <= window_to)))
+                           AND d.subject_id <> ALL (known_ids)))
                 LIMIT budget)
                 UNION ALL
                 -- the dense way (all_dense): the same first rows in heap order
@@ -966,14 +991,15 @@ BEGIN
                   AND (d.known_from IS NULL OR d.known_from <= known_at)
                   AND (d.known_to IS NULL OR d.known_to > known_at)
                   AND d.policy_labels <@ scopes
-                  AND (source_groups IS NULL OR d.source_group = ANY (source_groups))
-                  AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
-                  AND (created_after IS NULL OR d.source_created_at >= created_after)
-                  AND (created_before IS NULL OR d.source_created_at < created_before)
-                  AND (NOT has_window OR (d.source_created_at IS NOT NULL
-                                          AND (window_from IS NULL OR d.source_created_at >= window_from)
-                                          AND (window_to IS NULL OR d.source_created_at <= window_to)))
-                  AND d.subject_id <> ALL (known_ids)
+                  AND (NOT request_filtered
+                       OR ((source_groups IS NULL OR d.source_group = ANY (source_groups))
+                           AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
+                           AND (created_after IS NULL OR d.source_created_at >= created_after)
+                           AND (created_before IS NULL OR d.source_created_at < created_before)
+                           AND (NOT has_window OR (d.source_created_at IS NOT NULL
+                                                   AND (window_from IS NULL OR d.source_created_at >= window_from)
+                                                   AND (window_to IS NULL OR d.source_created_at <= window_to)))
+                           AND d.subject_id <> ALL (known_ids)))
                 LIMIT budget)
             ),
             own_matched AS MATERIALIZED (
@@ -1031,14 +1057,15 @@ BEGIN
                         AND (d.valid_to IS NULL OR d.valid_to > valid_at)
                         AND (d.known_from IS NULL OR d.known_from <= known_at)
                         AND (d.known_to IS NULL OR d.known_to > known_at)
-                        AND (source_groups IS NULL OR d.source_group = ANY (source_groups))
-                        AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
-                        AND (created_after IS NULL OR d.source_created_at >= created_after)
-                        AND (created_before IS NULL OR d.source_created_at < created_before)
-                        AND (NOT has_window OR (d.source_created_at IS NOT NULL
-                                                AND (window_from IS NULL OR d.source_created_at >= window_from)
-                                                AND (window_to IS NULL OR d.source_created_at <= window_to)))
-                        AND d.subject_id <> ALL (known_ids)) AS eligible
+                        AND (NOT request_filtered
+                             OR ((source_groups IS NULL OR d.source_group = ANY (source_groups))
+                                 AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
+                                 AND (created_after IS NULL OR d.source_created_at >= created_after)
+                                 AND (created_before IS NULL OR d.source_created_at < created_before)
+                                 AND (NOT has_window OR (d.source_created_at IS NOT NULL
+                                                         AND (window_from IS NULL OR d.source_created_at >= window_from)
+                                                         AND (window_to IS NULL OR d.source_created_at <= window_to)))
+                                 AND d.subject_id <> ALL (known_ids)))) AS eligible
                 FROM islands AS n
                 CROSS JOIN LATERAL (
                     SELECT x.document_id, x.subject_id, x.search_vector, x.source_group, x.sequence_number,
@@ -1100,30 +1127,30 @@ BEGIN
                 -- from it. OFFSET 0 keeps each computed once.
                 SELECT m.document_id, m.subject_id,
                        k1 * (1.0 - b + b * pg_catalog.length(m.search_vector) / average_length) AS norm,
-                           CASE WHEN term_count >= 1 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[1], 0) END AS r1,
-                           CASE WHEN term_count >= 2 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[2], 0) END AS r2,
-                           CASE WHEN term_count >= 3 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[3], 0) END AS r3,
-                           CASE WHEN term_count >= 4 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[4], 0) END AS r4,
-                           CASE WHEN term_count >= 5 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[5], 0) END AS r5,
-                           CASE WHEN term_count >= 6 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[6], 0) END AS r6,
-                           CASE WHEN term_count >= 7 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[7], 0) END AS r7,
-                           CASE WHEN term_count >= 8 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[8], 0) END AS r8,
-                           CASE WHEN term_count >= 9 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[9], 0) END AS r9,
-                           CASE WHEN term_count >= 10 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[10], 0) END AS r10,
-                           CASE WHEN term_count >= 11 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[11], 0) END AS r11,
-                           CASE WHEN term_count >= 12 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[12], 0) END AS r12,
-                           CASE WHEN term_count >= 13 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[13], 0) END AS r13,
-                           CASE WHEN term_count >= 14 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[14], 0) END AS r14,
-                           CASE WHEN term_count >= 15 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[15], 0) END AS r15,
-                           CASE WHEN term_count >= 16 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[16], 0) END AS r16,
-                           CASE WHEN term_count >= 17 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[17], 0) END AS r17,
-                           CASE WHEN term_count >= 18 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[18], 0) END AS r18,
-                           CASE WHEN term_count >= 19 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[19], 0) END AS r19,
-                           CASE WHEN term_count >= 20 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[20], 0) END AS r20,
-                           CASE WHEN term_count >= 21 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[21], 0) END AS r21,
-                           CASE WHEN term_count >= 22 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[22], 0) END AS r22,
-                           CASE WHEN term_count >= 23 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[23], 0) END AS r23,
-                           CASE WHEN term_count >= 24 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[24], 0) END AS r24
+                           pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[1], 0) AS r1,
+                           pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[2], 0) AS r2,
+                           pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[3], 0) AS r3,
+                           pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[4], 0) AS r4,
+                           pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[5], 0) AS r5,
+                           pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[6], 0) AS r6,
+                           pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[7], 0) AS r7,
+                           pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[8], 0) AS r8,
+                           pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[9], 0) AS r9,
+                           pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[10], 0) AS r10,
+                           pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[11], 0) AS r11,
+                           pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[12], 0) AS r12,
+                           pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[13], 0) AS r13,
+                           pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[14], 0) AS r14,
+                           pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[15], 0) AS r15,
+                           pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[16], 0) AS r16,
+                           pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[17], 0) AS r17,
+                           pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[18], 0) AS r18,
+                           pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[19], 0) AS r19,
+                           pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[20], 0) AS r20,
+                           pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[21], 0) AS r21,
+                           pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[22], 0) AS r22,
+                           pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[23], 0) AS r23,
+                           pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[24], 0) AS r24
                 FROM matched AS m
                 OFFSET 0
             ),
@@ -1135,32 +1162,37 @@ BEGIN
                 -- beyond term_count (NULL) too, so only the held lexemes' tf is
                 -- recovered and weighed (session 14: a candidate holds one or two of
                 -- the query's lexemes; the same sums as weighing every lexeme).
+                -- A lexeme beyond term_count has a NULL query, and ts_rank, strict, a
+                -- NULL rank without being called (no CASE per lexeme and row); 1 - rank
+                -- is at least 1 - 0.99763 (a lexeme keeps at most 256 positions, and
+                -- sum(1/i^2, i <= 256) / (pi^2/6) = 0.99763), so the division needs no
+                -- guard (session 16: both dropped, the same values).
                 SELECT t.document_id, t.subject_id,
                        (
-                         CASE WHEN t.r1 > 0 THEN idfs[1] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r1), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r1), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                       + CASE WHEN t.r2 > 0 THEN idfs[2] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r2), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r2), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                       + CASE WHEN t.r3 > 0 THEN idfs[3] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r3), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r3), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                       + CASE WHEN t.r4 > 0 THEN idfs[4] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r4), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r4), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                       + CASE WHEN t.r5 > 0 THEN idfs[5] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r5), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r5), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                       + CASE WHEN t.r6 > 0 THEN idfs[6] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r6), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r6), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                       + CASE WHEN t.r7 > 0 THEN idfs[7] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r7), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r7), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                       + CASE WHEN t.r8 > 0 THEN idfs[8] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r8), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r8), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                       + CASE WHEN t.r9 > 0 THEN idfs[9] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r9), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r9), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                       + CASE WHEN t.r10 > 0 THEN idfs[10] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r10), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r10), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                       + CASE WHEN t.r11 > 0 THEN idfs[11] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r11), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r11), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                       + CASE WHEN t.r12 > 0 THEN idfs[12] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r12), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r12), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                       + CASE WHEN t.r13 > 0 THEN idfs[13] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r13), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r13), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                       + CASE WHEN t.r14 > 0 THEN idfs[14] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r14), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r14), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                       + CASE WHEN t.r15 > 0 THEN idfs[15] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r15), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r15), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                       + CASE WHEN t.r16 > 0 THEN idfs[16] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r16), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r16), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                       + CASE WHEN t.r17 > 0 THEN idfs[17] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r17), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r17), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                       + CASE WHEN t.r18 > 0 THEN idfs[18] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r18), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r18), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                       + CASE WHEN t.r19 > 0 THEN idfs[19] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r19), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r19), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                       + CASE WHEN t.r20 > 0 THEN idfs[20] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r20), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r20), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                       + CASE WHEN t.r21 > 0 THEN idfs[21] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r21), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r21), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                       + CASE WHEN t.r22 > 0 THEN idfs[22] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r22), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r22), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                       + CASE WHEN t.r23 > 0 THEN idfs[23] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r23), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r23), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                       + CASE WHEN t.r24 > 0 THEN idfs[24] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r24), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r24), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                         CASE WHEN t.r1 > 0 THEN idfs[1] * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r1)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r1)) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r2 > 0 THEN idfs[2] * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r2)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r2)) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r3 > 0 THEN idfs[3] * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r3)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r3)) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r4 > 0 THEN idfs[4] * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r4)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r4)) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r5 > 0 THEN idfs[5] * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r5)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r5)) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r6 > 0 THEN idfs[6] * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r6)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r6)) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r7 > 0 THEN idfs[7] * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r7)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r7)) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r8 > 0 THEN idfs[8] * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r8)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r8)) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r9 > 0 THEN idfs[9] * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r9)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r9)) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r10 > 0 THEN idfs[10] * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r10)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r10)) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r11 > 0 THEN idfs[11] * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r11)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r11)) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r12 > 0 THEN idfs[12] * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r12)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r12)) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r13 > 0 THEN idfs[13] * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r13)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r13)) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r14 > 0 THEN idfs[14] * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r14)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r14)) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r15 > 0 THEN idfs[15] * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r15)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r15)) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r16 > 0 THEN idfs[16] * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r16)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r16)) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r17 > 0 THEN idfs[17] * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r17)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r17)) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r18 > 0 THEN idfs[18] * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r18)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r18)) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r19 > 0 THEN idfs[19] * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r19)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r19)) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r20 > 0 THEN idfs[20] * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r20)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r20)) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r21 > 0 THEN idfs[21] * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r21)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r21)) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r22 > 0 THEN idfs[22] * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r22)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r22)) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r23 > 0 THEN idfs[23] * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r23)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r23)) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r24 > 0 THEN idfs[24] * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r24)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r24)) - 0.5) + t.norm) ELSE 0.0 END
                        )::double precision AS score
                 FROM term_frequencies AS t
             )
@@ -1198,10 +1230,10 @@ BEGIN
             WITH any_pass AS NOT MATERIALIZED (
                 SELECT d.document_id, d.subject_id,
                        k1 * (1.0 - b + b * pg_catalog.length(d.search_vector) / average_length) AS norm,
-                       CASE WHEN term_count >= 1 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq1, 0) END AS r1,
-                       CASE WHEN term_count >= 2 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq2, 0) END AS r2,
-                       CASE WHEN term_count >= 3 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq3, 0) END AS r3,
-                       CASE WHEN term_count >= 4 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq4, 0) END AS r4
+                       pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq1, 0) AS r1,
+                       pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq2, 0) AS r2,
+                       pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq3, 0) AS r3,
+                       pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq4, 0) AS r4
                 FROM dm_private.search_documents AS d
                 -- the keys select exactly the team's documents holding one of
                 -- scan_q's lexemes (plus, on a prefix collision, another
@@ -1221,14 +1253,15 @@ BEGIN
                   AND (d.known_from IS NULL OR d.known_from <= known_at)
                   AND (d.known_to IS NULL OR d.known_to > known_at)
                   AND d.policy_labels <@ scopes
-                  AND (source_groups IS NULL OR d.source_group = ANY (source_groups))
-                  AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
-                  AND (created_after IS NULL OR d.source_created_at >= created_after)
-                  AND (created_before IS NULL OR d.source_created_at < created_before)
-                  AND (NOT has_window OR (d.source_created_at IS NOT NULL
-                                          AND (window_from IS NULL OR d.source_created_at >= window_from)
-                                          AND (window_to IS NULL OR d.source_created_at <= window_to)))
-                  AND d.subject_id <> ALL (known_ids)
+                  AND (NOT request_filtered
+                       OR ((source_groups IS NULL OR d.source_group = ANY (source_groups))
+                           AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
+                           AND (created_after IS NULL OR d.source_created_at >= created_after)
+                           AND (created_before IS NULL OR d.source_created_at < created_before)
+                           AND (NOT has_window OR (d.source_created_at IS NOT NULL
+                                                   AND (window_from IS NULL OR d.source_created_at >= window_from)
+                                                   AND (window_to IS NULL OR d.source_created_at <= window_to)))
+                           AND d.subject_id <> ALL (known_ids)))
                 LIMIT budget
             ),
             scored AS (
@@ -1239,12 +1272,17 @@ BEGIN
                 -- beyond term_count (NULL) too, so only the held lexemes' tf is
                 -- recovered and weighed (session 14: a candidate holds one or two of
                 -- the query's lexemes; the same sums as weighing every lexeme).
+                -- A lexeme beyond term_count has a NULL query, and ts_rank, strict, a
+                -- NULL rank without being called (no CASE per lexeme and row); 1 - rank
+                -- is at least 1 - 0.99763 (a lexeme keeps at most 256 positions, and
+                -- sum(1/i^2, i <= 256) / (pi^2/6) = 0.99763), so the division needs no
+                -- guard (session 16: both dropped, the same values).
                 SELECT t.document_id, t.subject_id,
                        (
-                         CASE WHEN t.r1 > 0 THEN tw1 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r1), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r1), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                       + CASE WHEN t.r2 > 0 THEN tw2 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r2), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r2), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                       + CASE WHEN t.r3 > 0 THEN tw3 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r3), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r3), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                       + CASE WHEN t.r4 > 0 THEN tw4 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r4), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r4), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                         CASE WHEN t.r1 > 0 THEN tw1 * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r1)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r1)) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r2 > 0 THEN tw2 * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r2)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r2)) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r3 > 0 THEN tw3 * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r3)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r3)) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r4 > 0 THEN tw4 * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r4)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r4)) - 0.5) + t.norm) ELSE 0.0 END
                        )::double precision AS score
                 FROM any_pass AS t
             )
@@ -1283,14 +1321,14 @@ BEGIN
             WITH any_pass AS NOT MATERIALIZED (
                 SELECT d.document_id, d.subject_id,
                        k1 * (1.0 - b + b * pg_catalog.length(d.search_vector) / average_length) AS norm,
-                       CASE WHEN term_count >= 1 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq1, 0) END AS r1,
-                       CASE WHEN term_count >= 2 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq2, 0) END AS r2,
-                       CASE WHEN term_count >= 3 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq3, 0) END AS r3,
-                       CASE WHEN term_count >= 4 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq4, 0) END AS r4,
-                       CASE WHEN term_count >= 5 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq5, 0) END AS r5,
-                       CASE WHEN term_count >= 6 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq6, 0) END AS r6,
-                       CASE WHEN term_count >= 7 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq7, 0) END AS r7,
-                       CASE WHEN term_count >= 8 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq8, 0) END AS r8
+                       pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq1, 0) AS r1,
+                       pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq2, 0) AS r2,
+                       pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq3, 0) AS r3,
+                       pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq4, 0) AS r4,
+                       pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq5, 0) AS r5,
+                       pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq6, 0) AS r6,
+                       pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq7, 0) AS r7,
+                       pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq8, 0) AS r8
                 FROM dm_private.search_documents AS d
                 -- the keys select exactly the team's documents holding one of
                 -- scan_q's lexemes (plus, on a prefix collision, another
@@ -1310,14 +1348,15 @@ BEGIN
                   AND (d.known_from IS NULL OR d.known_from <= known_at)
                   AND (d.known_to IS NULL OR d.known_to > known_at)
                   AND d.policy_labels <@ scopes
-                  AND (source_groups IS NULL OR d.source_group = ANY (source_groups))
-                  AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
-                  AND (created_after IS NULL OR d.source_created_at >= created_after)
-                  AND (created_before IS NULL OR d.source_created_at < created_before)
-                  AND (NOT has_window OR (d.source_created_at IS NOT NULL
-                                          AND (window_from IS NULL OR d.source_created_at >= window_from)
-                                          AND (window_to IS NULL OR d.source_created_at <= window_to)))
-                  AND d.subject_id <> ALL (known_ids)
+                  AND (NOT request_filtered
+                       OR ((source_groups IS NULL OR d.source_group = ANY (source_groups))
+                           AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
+                           AND (created_after IS NULL OR d.source_created_at >= created_after)
+                           AND (created_before IS NULL OR d.source_created_at < created_before)
+                           AND (NOT has_window OR (d.source_created_at IS NOT NULL
+                                                   AND (window_from IS NULL OR d.source_created_at >= window_from)
+                                                   AND (window_to IS NULL OR d.source_created_at <= window_to)))
+                           AND d.subject_id <> ALL (known_ids)))
                 LIMIT budget
             ),
             scored AS (
@@ -1328,16 +1367,21 @@ BEGIN
                 -- beyond term_count (NULL) too, so only the held lexemes' tf is
                 -- recovered and weighed (session 14: a candidate holds one or two of
                 -- the query's lexemes; the same sums as weighing every lexeme).
+                -- A lexeme beyond term_count has a NULL query, and ts_rank, strict, a
+                -- NULL rank without being called (no CASE per lexeme and row); 1 - rank
+                -- is at least 1 - 0.99763 (a lexeme keeps at most 256 positions, and
+                -- sum(1/i^2, i <= 256) / (pi^2/6) = 0.99763), so the division needs no
+                -- guard (session 16: both dropped, the same values).
                 SELECT t.document_id, t.subject_id,
                        (
-                         CASE WHEN t.r1 > 0 THEN tw1 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r1), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r1), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                       + CASE WHEN t.r2 > 0 THEN tw2 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r2), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r2), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                       + CASE WHEN t.r3 > 0 THEN tw3 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r3), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r3), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                       + CASE WHEN t.r4 > 0 THEN tw4 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r4), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r4), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                       + CASE WHEN t.r5 > 0 THEN tw5 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r5), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r5), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                       + CASE WHEN t.r6 > 0 THEN tw6 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r6), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r6), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                       + CASE WHEN t.r7 > 0 THEN tw7 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r7), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r7), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                       + CASE WHEN t.r8 > 0 THEN tw8 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r8), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r8), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                         CASE WHEN t.r1 > 0 THEN tw1 * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r1)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r1)) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r2 > 0 THEN tw2 * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r2)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r2)) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r3 > 0 THEN tw3 * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r3)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r3)) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r4 > 0 THEN tw4 * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r4)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r4)) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r5 > 0 THEN tw5 * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r5)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r5)) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r6 > 0 THEN tw6 * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r6)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r6)) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r7 > 0 THEN tw7 * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r7)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r7)) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r8 > 0 THEN tw8 * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r8)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r8)) - 0.5) + t.norm) ELSE 0.0 END
                        )::double precision AS score
                 FROM any_pass AS t
             )
@@ -1389,14 +1433,15 @@ BEGIN
                   AND (d.known_from IS NULL OR d.known_from <= known_at)
                   AND (d.known_to IS NULL OR d.known_to > known_at)
                   AND d.policy_labels <@ scopes
-                  AND (source_groups IS NULL OR d.source_group = ANY (source_groups))
-                  AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
-                  AND (created_after IS NULL OR d.source_created_at >= created_after)
-                  AND (created_before IS NULL OR d.source_created_at < created_before)
-                  AND (NOT has_window OR (d.source_created_at IS NOT NULL
-                                          AND (window_from IS NULL OR d.source_created_at >= window_from)
-                                          AND (window_to IS NULL OR d.source_created_at <= window_to)))
-                  AND d.subject_id <> ALL (known_ids)
+                  AND (NOT request_filtered
+                       OR ((source_groups IS NULL OR d.source_group = ANY (source_groups))
+                           AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
+                           AND (created_after IS NULL OR d.source_created_at >= created_after)
+                           AND (created_before IS NULL OR d.source_created_at < created_before)
+                           AND (NOT has_window OR (d.source_created_at IS NOT NULL
+                                                   AND (window_from IS NULL OR d.source_created_at >= window_from)
+                                                   AND (window_to IS NULL OR d.source_created_at <= window_to)))
+                           AND d.subject_id <> ALL (known_ids)))
             ),
             -- read once (by own_matched), so not materialised: its rows go
             -- straight into own_matched's store, one tuplestore copy of each
@@ -1425,14 +1470,15 @@ BEGIN
                   AND (d.known_from IS NULL OR d.known_from <= known_at)
                   AND (d.known_to IS NULL OR d.known_to > known_at)
                   AND d.policy_labels <@ scopes
-                  AND (source_groups IS NULL OR d.source_group = ANY (source_groups))
-                  AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
-                  AND (created_after IS NULL OR d.source_created_at >= created_after)
-                  AND (created_before IS NULL OR d.source_created_at < created_before)
-                  AND (NOT has_window OR (d.source_created_at IS NOT NULL
-                                          AND (window_from IS NULL OR d.source_created_at >= window_from)
-                                          AND (window_to IS NULL OR d.source_created_at <= window_to)))
-                  AND d.subject_id <> ALL (known_ids)
+                  AND (NOT request_filtered
+                       OR ((source_groups IS NULL OR d.source_group = ANY (source_groups))
+                           AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
+                           AND (created_after IS NULL OR d.source_created_at >= created_after)
+                           AND (created_before IS NULL OR d.source_created_at < created_before)
+                           AND (NOT has_window OR (d.source_created_at IS NOT NULL
+                                                   AND (window_from IS NULL OR d.source_created_at >= window_from)
+                                                   AND (window_to IS NULL OR d.source_created_at <= window_to)))
+                           AND d.subject_id <> ALL (known_ids)))
                 LIMIT budget)
                 UNION ALL
                 -- the dense way: the same first rows in heap order
@@ -1460,14 +1506,15 @@ BEGIN
                   AND (d.known_from IS NULL OR d.known_from <= known_at)
                   AND (d.known_to IS NULL OR d.known_to > known_at)
                   AND d.policy_labels <@ scopes
-                  AND (source_groups IS NULL OR d.source_group = ANY (source_groups))
-                  AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
-                  AND (created_after IS NULL OR d.source_created_at >= created_after)
-                  AND (created_before IS NULL OR d.source_created_at < created_before)
-                  AND (NOT has_window OR (d.source_created_at IS NOT NULL
-                                          AND (window_from IS NULL OR d.source_created_at >= window_from)
-                                          AND (window_to IS NULL OR d.source_created_at <= window_to)))
-                  AND d.subject_id <> ALL (known_ids)
+                  AND (NOT request_filtered
+                       OR ((source_groups IS NULL OR d.source_group = ANY (source_groups))
+                           AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
+                           AND (created_after IS NULL OR d.source_created_at >= created_after)
+                           AND (created_before IS NULL OR d.source_created_at < created_before)
+                           AND (NOT has_window OR (d.source_created_at IS NOT NULL
+                                                   AND (window_from IS NULL OR d.source_created_at >= window_from)
+                                                   AND (window_to IS NULL OR d.source_created_at <= window_to)))
+                           AND d.subject_id <> ALL (known_ids)))
                 LIMIT budget)
                 UNION ALL
                 -- the dense way (all_dense): the same first rows in heap order
@@ -1492,14 +1539,15 @@ BEGIN
                   AND (d.known_from IS NULL OR d.known_from <= known_at)
                   AND (d.known_to IS NULL OR d.known_to > known_at)
                   AND d.policy_labels <@ scopes
-                  AND (source_groups IS NULL OR d.source_group = ANY (source_groups))
-                  AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
-                  AND (created_after IS NULL OR d.source_created_at >= created_after)
-                  AND (created_before IS NULL OR d.source_created_at < created_before)
-                  AND (NOT has_window OR (d.source_created_at IS NOT NULL
-                                          AND (window_from IS NULL OR d.source_created_at >= window_from)
-                                          AND (window_to IS NULL OR d.source_created_at <= window_to)))
-                  AND d.subject_id <> ALL (known_ids)
+                  AND (NOT request_filtered
+                       OR ((source_groups IS NULL OR d.source_group = ANY (source_groups))
+                           AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
+                           AND (created_after IS NULL OR d.source_created_at >= created_after)
+                           AND (created_before IS NULL OR d.source_created_at < created_before)
+                           AND (NOT has_window OR (d.source_created_at IS NOT NULL
+                                                   AND (window_from IS NULL OR d.source_created_at >= window_from)
+                                                   AND (window_to IS NULL OR d.source_created_at <= window_to)))
+                           AND d.subject_id <> ALL (known_ids)))
                 LIMIT budget)
             ),
             -- read once (by term_frequencies): not materialised
@@ -1520,14 +1568,14 @@ BEGIN
                 -- from it. OFFSET 0 keeps each computed once.
                 SELECT m.document_id, m.subject_id,
                        k1 * (1.0 - b + b * pg_catalog.length(m.search_vector) / average_length) AS norm,
-                           CASE WHEN term_count >= 1 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq1, 0) END AS r1,
-                           CASE WHEN term_count >= 2 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq2, 0) END AS r2,
-                           CASE WHEN term_count >= 3 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq3, 0) END AS r3,
-                           CASE WHEN term_count >= 4 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq4, 0) END AS r4,
-                           CASE WHEN term_count >= 5 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq5, 0) END AS r5,
-                           CASE WHEN term_count >= 6 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq6, 0) END AS r6,
-                           CASE WHEN term_count >= 7 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq7, 0) END AS r7,
-                           CASE WHEN term_count >= 8 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq8, 0) END AS r8
+                           pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq1, 0) AS r1,
+                           pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq2, 0) AS r2,
+                           pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq3, 0) AS r3,
+                           pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq4, 0) AS r4,
+                           pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq5, 0) AS r5,
+                           pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq6, 0) AS r6,
+                           pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq7, 0) AS r7,
+                           pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq8, 0) AS r8
                 FROM own_matched AS m
                 OFFSET 0
             ),
@@ -1539,16 +1587,21 @@ BEGIN
                 -- beyond term_count (NULL) too, so only the held lexemes' tf is
                 -- recovered and weighed (session 14: a candidate holds one or two of
                 -- the query's lexemes; the same sums as weighing every lexeme).
+                -- A lexeme beyond term_count has a NULL query, and ts_rank, strict, a
+                -- NULL rank without being called (no CASE per lexeme and row); 1 - rank
+                -- is at least 1 - 0.99763 (a lexeme keeps at most 256 positions, and
+                -- sum(1/i^2, i <= 256) / (pi^2/6) = 0.99763), so the division needs no
+                -- guard (session 16: both dropped, the same values).
                 SELECT t.document_id, t.subject_id,
                        (
-                         CASE WHEN t.r1 > 0 THEN tw1 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r1), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r1), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                       + CASE WHEN t.r2 > 0 THEN tw2 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r2), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r2), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                       + CASE WHEN t.r3 > 0 THEN tw3 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r3), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r3), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                       + CASE WHEN t.r4 > 0 THEN tw4 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r4), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r4), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                       + CASE WHEN t.r5 > 0 THEN tw5 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r5), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r5), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                       + CASE WHEN t.r6 > 0 THEN tw6 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r6), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r6), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                       + CASE WHEN t.r7 > 0 THEN tw7 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r7), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r7), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                       + CASE WHEN t.r8 > 0 THEN tw8 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r8), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r8), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                         CASE WHEN t.r1 > 0 THEN tw1 * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r1)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r1)) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r2 > 0 THEN tw2 * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r2)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r2)) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r3 > 0 THEN tw3 * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r3)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r3)) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r4 > 0 THEN tw4 * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r4)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r4)) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r5 > 0 THEN tw5 * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r5)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r5)) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r6 > 0 THEN tw6 * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r6)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r6)) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r7 > 0 THEN tw7 * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r7)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r7)) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r8 > 0 THEN tw8 * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r8)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r8)) - 0.5) + t.norm) ELSE 0.0 END
                        )::double precision AS score
                 FROM term_frequencies AS t
             )
@@ -1594,14 +1647,15 @@ BEGIN
                   AND (d.known_from IS NULL OR d.known_from <= known_at)
                   AND (d.known_to IS NULL OR d.known_to > known_at)
                   AND d.policy_labels <@ scopes
-                  AND (source_groups IS NULL OR d.source_group = ANY (source_groups))
-                  AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
-                  AND (created_after IS NULL OR d.source_created_at >= created_after)
-                  AND (created_before IS NULL OR d.source_created_at < created_before)
-                  AND (NOT has_window OR (d.source_created_at IS NOT NULL
-                                          AND (window_from IS NULL OR d.source_created_at >= window_from)
-                                          AND (window_to IS NULL OR d.source_created_at <= window_to)))
-                  AND d.subject_id <> ALL (known_ids)
+                  AND (NOT request_filtered
+                       OR ((source_groups IS NULL OR d.source_group = ANY (source_groups))
+                           AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
+                           AND (created_after IS NULL OR d.source_created_at >= created_after)
+                           AND (created_before IS NULL OR d.source_created_at < created_before)
+                           AND (NOT has_window OR (d.source_created_at IS NOT NULL
+                                                   AND (window_from IS NULL OR d.source_created_at >= window_from)
+                                                   AND (window_to IS NULL OR d.source_created_at <= window_to)))
+                           AND d.subject_id <> ALL (known_ids)))
                 LIMIT budget
             ),
             all_pass AS MATERIALIZED (
@@ -1622,14 +1676,15 @@ BEGIN
                   AND (d.known_from IS NULL OR d.known_from <= known_at)
                   AND (d.known_to IS NULL OR d.known_to > known_at)
                   AND d.policy_labels <@ scopes
-                  AND (source_groups IS NULL OR d.source_group = ANY (source_groups))
-                  AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
-                  AND (created_after IS NULL OR d.source_created_at >= created_after)
-                  AND (created_before IS NULL OR d.source_created_at < created_before)
-                  AND (NOT has_window OR (d.source_created_at IS NOT NULL
-                                          AND (window_from IS NULL OR d.source_created_at >= window_from)
-                                          AND (window_to IS NULL OR d.source_created_at <= window_to)))
-                  AND d.subject_id <> ALL (known_ids)
+                  AND (NOT request_filtered
+                       OR ((source_groups IS NULL OR d.source_group = ANY (source_groups))
+                           AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
+                           AND (created_after IS NULL OR d.source_created_at >= created_after)
+                           AND (created_before IS NULL OR d.source_created_at < created_before)
+                           AND (NOT has_window OR (d.source_created_at IS NOT NULL
+                                                   AND (window_from IS NULL OR d.source_created_at >= window_from)
+                                                   AND (window_to IS NULL OR d.source_created_at <= window_to)))
+                           AND d.subject_id <> ALL (known_ids)))
                 LIMIT budget)
                 UNION ALL
                 -- any other all_q (or, exclusions): the (team_id, search_vector) index
@@ -1648,14 +1703,15 @@ BEGIN
                   AND (d.known_from IS NULL OR d.known_from <= known_at)
                   AND (d.known_to IS NULL OR d.known_to > known_at)
                   AND d.policy_labels <@ scopes
-                  AND (source_groups IS NULL OR d.source_group = ANY (source_groups))
-                  AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
-                  AND (created_after IS NULL OR d.source_created_at >= created_after)
-                  AND (created_before IS NULL OR d.source_created_at < created_before)
-                  AND (NOT has_window OR (d.source_created_at IS NOT NULL
-                                          AND (window_from IS NULL OR d.source_created_at >= window_from)
-                                          AND (window_to IS NULL OR d.source_created_at <= window_to)))
-                  AND d.subject_id <> ALL (known_ids)
+                  AND (NOT request_filtered
+                       OR ((source_groups IS NULL OR d.source_group = ANY (source_groups))
+                           AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
+                           AND (created_after IS NULL OR d.source_created_at >= created_after)
+                           AND (created_before IS NULL OR d.source_created_at < created_before)
+                           AND (NOT has_window OR (d.source_created_at IS NOT NULL
+                                                   AND (window_from IS NULL OR d.source_created_at >= window_from)
+                                                   AND (window_to IS NULL OR d.source_created_at <= window_to)))
+                           AND d.subject_id <> ALL (known_ids)))
                 LIMIT budget)
             ),
             own_matched AS MATERIALIZED (
@@ -1713,14 +1769,15 @@ BEGIN
                         AND (d.valid_to IS NULL OR d.valid_to > valid_at)
                         AND (d.known_from IS NULL OR d.known_from <= known_at)
                         AND (d.known_to IS NULL OR d.known_to > known_at)
-                        AND (source_groups IS NULL OR d.source_group = ANY (source_groups))
-                        AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
-                        AND (created_after IS NULL OR d.source_created_at >= created_after)
-                        AND (created_before IS NULL OR d.source_created_at < created_before)
-                        AND (NOT has_window OR (d.source_created_at IS NOT NULL
-                                                AND (window_from IS NULL OR d.source_created_at >= window_from)
-                                                AND (window_to IS NULL OR d.source_created_at <= window_to)))
-                        AND d.subject_id <> ALL (known_ids)) AS eligible
+                        AND (NOT request_filtered
+                             OR ((source_groups IS NULL OR d.source_group = ANY (source_groups))
+                                 AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
+                                 AND (created_after IS NULL OR d.source_created_at >= created_after)
+                                 AND (created_before IS NULL OR d.source_created_at < created_before)
+                                 AND (NOT has_window OR (d.source_created_at IS NOT NULL
+                                                         AND (window_from IS NULL OR d.source_created_at >= window_from)
+                                                         AND (window_to IS NULL OR d.source_created_at <= window_to)))
+                                 AND d.subject_id <> ALL (known_ids)))) AS eligible
                 FROM islands AS n
                 CROSS JOIN LATERAL (
                     SELECT x.document_id, x.subject_id, x.search_vector, x.source_group, x.sequence_number,
@@ -1782,14 +1839,14 @@ BEGIN
                 -- from it. OFFSET 0 keeps each computed once.
                 SELECT m.document_id, m.subject_id,
                        k1 * (1.0 - b + b * pg_catalog.length(m.search_vector) / average_length) AS norm,
-                           CASE WHEN term_count >= 1 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq1, 0) END AS r1,
-                           CASE WHEN term_count >= 2 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq2, 0) END AS r2,
-                           CASE WHEN term_count >= 3 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq3, 0) END AS r3,
-                           CASE WHEN term_count >= 4 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq4, 0) END AS r4,
-                           CASE WHEN term_count >= 5 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq5, 0) END AS r5,
-                           CASE WHEN term_count >= 6 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq6, 0) END AS r6,
-                           CASE WHEN term_count >= 7 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq7, 0) END AS r7,
-                           CASE WHEN term_count >= 8 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq8, 0) END AS r8
+                           pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq1, 0) AS r1,
+                           pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq2, 0) AS r2,
+                           pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq3, 0) AS r3,
+                           pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq4, 0) AS r4,
+                           pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq5, 0) AS r5,
+                           pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq6, 0) AS r6,
+                           pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq7, 0) AS r7,
+                           pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq8, 0) AS r8
                 FROM matched AS m
                 OFFSET 0
             ),
@@ -1801,16 +1858,21 @@ BEGIN
                 -- beyond term_count (NULL) too, so only the held lexemes' tf is
                 -- recovered and weighed (session 14: a candidate holds one or two of
                 -- the query's lexemes; the same sums as weighing every lexeme).
+                -- A lexeme beyond term_count has a NULL query, and ts_rank, strict, a
+                -- NULL rank without being called (no CASE per lexeme and row); 1 - rank
+                -- is at least 1 - 0.99763 (a lexeme keeps at most 256 positions, and
+                -- sum(1/i^2, i <= 256) / (pi^2/6) = 0.99763), so the division needs no
+                -- guard (session 16: both dropped, the same values).
                 SELECT t.document_id, t.subject_id,
                        (
-                         CASE WHEN t.r1 > 0 THEN tw1 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r1), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r1), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                       + CASE WHEN t.r2 > 0 THEN tw2 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r2), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r2), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                       + CASE WHEN t.r3 > 0 THEN tw3 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r3), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r3), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                       + CASE WHEN t.r4 > 0 THEN tw4 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r4), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r4), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                       + CASE WHEN t.r5 > 0 THEN tw5 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r5), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r5), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                       + CASE WHEN t.r6 > 0 THEN tw6 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r6), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r6), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                       + CASE WHEN t.r7 > 0 THEN tw7 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r7), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r7), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                       + CASE WHEN t.r8 > 0 THEN tw8 * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r8), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r8), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                         CASE WHEN t.r1 > 0 THEN tw1 * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r1)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r1)) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r2 > 0 THEN tw2 * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r2)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r2)) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r3 > 0 THEN tw3 * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r3)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r3)) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r4 > 0 THEN tw4 * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r4)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r4)) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r5 > 0 THEN tw5 * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r5)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r5)) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r6 > 0 THEN tw6 * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r6)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r6)) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r7 > 0 THEN tw7 * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r7)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r7)) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r8 > 0 THEN tw8 * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r8)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r8)) - 0.5) + t.norm) ELSE 0.0 END
                        )::double precision AS score
                 FROM term_frequencies AS t
             )
@@ -1856,14 +1918,15 @@ BEGIN
                   AND (d.known_from IS NULL OR d.known_from <= known_at)
                   AND (d.known_to IS NULL OR d.known_to > known_at)
                   AND d.policy_labels <@ scopes
-                  AND (source_groups IS NULL OR d.source_group = ANY (source_groups))
-                  AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
-                  AND (created_after IS NULL OR d.source_created_at >= created_after)
-                  AND (created_before IS NULL OR d.source_created_at < created_before)
-                  AND (NOT has_window OR (d.source_created_at IS NOT NULL
-                                          AND (window_from IS NULL OR d.source_created_at >= window_from)
-                                          AND (window_to IS NULL OR d.source_created_at <= window_to)))
-                  AND d.subject_id <> ALL (known_ids)
+                  AND (NOT request_filtered
+                       OR ((source_groups IS NULL OR d.source_group = ANY (source_groups))
+                           AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
+                           AND (created_after IS NULL OR d.source_created_at >= created_after)
+                           AND (created_before IS NULL OR d.source_created_at < created_before)
+                           AND (NOT has_window OR (d.source_created_at IS NOT NULL
+                                                   AND (window_from IS NULL OR d.source_created_at >= window_from)
+                                                   AND (window_to IS NULL OR d.source_created_at <= window_to)))
+                           AND d.subject_id <> ALL (known_ids)))
                 LIMIT budget
             ),
             all_pass AS MATERIALIZED (
@@ -1884,14 +1947,15 @@ BEGIN
                   AND (d.known_from IS NULL OR d.known_from <= known_at)
                   AND (d.known_to IS NULL OR d.known_to > known_at)
                   AND d.policy_labels <@ scopes
-                  AND (source_groups IS NULL OR d.source_group = ANY (source_groups))
-                  AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
-                  AND (created_after IS NULL OR d.source_created_at >= created_after)
-                  AND (created_before IS NULL OR d.source_created_at < created_before)
-                  AND (NOT has_window OR (d.source_created_at IS NOT NULL
-                                          AND (window_from IS NULL OR d.source_created_at >= window_from)
-                                          AND (window_to IS NULL OR d.source_created_at <= window_to)))
-                  AND d.subject_id <> ALL (known_ids)
+                  AND (NOT request_filtered
+                       OR ((source_groups IS NULL OR d.source_group = ANY (source_groups))
+                           AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
+                           AND (created_after IS NULL OR d.source_created_at >= created_after)
+                           AND (created_before IS NULL OR d.source_created_at < created_before)
+                           AND (NOT has_window OR (d.source_created_at IS NOT NULL
+                                                   AND (window_from IS NULL OR d.source_created_at >= window_from)
+                                                   AND (window_to IS NULL OR d.source_created_at <= window_to)))
+                           AND d.subject_id <> ALL (known_ids)))
                 LIMIT budget)
                 UNION ALL
                 -- any other all_q (or, exclusions): the (team_id, search_vector) index
@@ -1910,14 +1974,15 @@ BEGIN
                   AND (d.known_from IS NULL OR d.known_from <= known_at)
                   AND (d.known_to IS NULL OR d.known_to > known_at)
                   AND d.policy_labels <@ scopes
-                  AND (source_groups IS NULL OR d.source_group = ANY (source_groups))
-                  AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
-                  AND (created_after IS NULL OR d.source_created_at >= created_after)
-                  AND (created_before IS NULL OR d.source_created_at < created_before)
-                  AND (NOT has_window OR (d.source_created_at IS NOT NULL
-                                          AND (window_from IS NULL OR d.source_created_at >= window_from)
-                                          AND (window_to IS NULL OR d.source_created_at <= window_to)))
-                  AND d.subject_id <> ALL (known_ids)
+                  AND (NOT request_filtered
+                       OR ((source_groups IS NULL OR d.source_group = ANY (source_groups))
+                           AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
+                           AND (created_after IS NULL OR d.source_created_at >= created_after)
+                           AND (created_before IS NULL OR d.source_created_at < created_before)
+                           AND (NOT has_window OR (d.source_created_at IS NOT NULL
+                                                   AND (window_from IS NULL OR d.source_created_at >= window_from)
+                                                   AND (window_to IS NULL OR d.source_created_at <= window_to)))
+                           AND d.subject_id <> ALL (known_ids)))
                 LIMIT budget)
             ),
             own_matched AS MATERIALIZED (
@@ -1975,14 +2040,15 @@ BEGIN
                         AND (d.valid_to IS NULL OR d.valid_to > valid_at)
                         AND (d.known_from IS NULL OR d.known_from <= known_at)
                         AND (d.known_to IS NULL OR d.known_to > known_at)
-                        AND (source_groups IS NULL OR d.source_group = ANY (source_groups))
-                        AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
-                        AND (created_after IS NULL OR d.source_created_at >= created_after)
-                        AND (created_before IS NULL OR d.source_created_at < created_before)
-                        AND (NOT has_window OR (d.source_created_at IS NOT NULL
-                                                AND (window_from IS NULL OR d.source_created_at >= window_from)
-                                                AND (window_to IS NULL OR d.source_created_at <= window_to)))
-                        AND d.subject_id <> ALL (known_ids)) AS eligible
+                        AND (NOT request_filtered
+                             OR ((source_groups IS NULL OR d.source_group = ANY (source_groups))
+                                 AND (memory_types IS NULL OR d.memory_type::text = ANY (memory_types))
+                                 AND (created_after IS NULL OR d.source_created_at >= created_after)
+                                 AND (created_before IS NULL OR d.source_created_at < created_before)
+                                 AND (NOT has_window OR (d.source_created_at IS NOT NULL
+                                                         AND (window_from IS NULL OR d.source_created_at >= window_from)
+                                                         AND (window_to IS NULL OR d.source_created_at <= window_to)))
+                                 AND d.subject_id <> ALL (known_ids)))) AS eligible
                 FROM islands AS n
                 CROSS JOIN LATERAL (
                     SELECT x.document_id, x.subject_id, x.search_vector, x.source_group, x.sequence_number,
@@ -2044,30 +2110,30 @@ BEGIN
                 -- from it. OFFSET 0 keeps each computed once.
                 SELECT m.document_id, m.subject_id,
                        k1 * (1.0 - b + b * pg_catalog.length(m.search_vector) / average_length) AS norm,
-                           CASE WHEN term_count >= 1 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[1], 0) END AS r1,
-                           CASE WHEN term_count >= 2 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[2], 0) END AS r2,
-                           CASE WHEN term_count >= 3 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[3], 0) END AS r3,
-                           CASE WHEN term_count >= 4 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[4], 0) END AS r4,
-                           CASE WHEN term_count >= 5 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[5], 0) END AS r5,
-                           CASE WHEN term_count >= 6 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[6], 0) END AS r6,
-                           CASE WHEN term_count >= 7 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[7], 0) END AS r7,
-                           CASE WHEN term_count >= 8 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[8], 0) END AS r8,
-                           CASE WHEN term_count >= 9 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[9], 0) END AS r9,
-                           CASE WHEN term_count >= 10 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[10], 0) END AS r10,
-                           CASE WHEN term_count >= 11 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[11], 0) END AS r11,
-                           CASE WHEN term_count >= 12 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[12], 0) END AS r12,
-                           CASE WHEN term_count >= 13 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[13], 0) END AS r13,
-                           CASE WHEN term_count >= 14 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[14], 0) END AS r14,
-                           CASE WHEN term_count >= 15 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[15], 0) END AS r15,
-                           CASE WHEN term_count >= 16 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[16], 0) END AS r16,
-                           CASE WHEN term_count >= 17 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[17], 0) END AS r17,
-                           CASE WHEN term_count >= 18 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[18], 0) END AS r18,
-                           CASE WHEN term_count >= 19 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[19], 0) END AS r19,
-                           CASE WHEN term_count >= 20 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[20], 0) END AS r20,
-                           CASE WHEN term_count >= 21 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[21], 0) END AS r21,
-                           CASE WHEN term_count >= 22 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[22], 0) END AS r22,
-                           CASE WHEN term_count >= 23 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[23], 0) END AS r23,
-                           CASE WHEN term_count >= 24 THEN pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[24], 0) END AS r24
+                           pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[1], 0) AS r1,
+                           pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[2], 0) AS r2,
+                           pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[3], 0) AS r3,
+                           pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[4], 0) AS r4,
+                           pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[5], 0) AS r5,
+                           pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[6], 0) AS r6,
+                           pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[7], 0) AS r7,
+                           pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[8], 0) AS r8,
+                           pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[9], 0) AS r9,
+                           pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[10], 0) AS r10,
+                           pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[11], 0) AS r11,
+                           pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[12], 0) AS r12,
+                           pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[13], 0) AS r13,
+                           pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[14], 0) AS r14,
+                           pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[15], 0) AS r15,
+                           pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[16], 0) AS r16,
+                           pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[17], 0) AS r17,
+                           pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[18], 0) AS r18,
+                           pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[19], 0) AS r19,
+                           pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[20], 0) AS r20,
+                           pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[21], 0) AS r21,
+                           pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[22], 0) AS r22,
+                           pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[23], 0) AS r23,
+                           pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[24], 0) AS r24
                 FROM matched AS m
                 OFFSET 0
             ),
@@ -2079,32 +2145,37 @@ BEGIN
                 -- beyond term_count (NULL) too, so only the held lexemes' tf is
                 -- recovered and weighed (session 14: a candidate holds one or two of
                 -- the query's lexemes; the same sums as weighing every lexeme).
+                -- A lexeme beyond term_count has a NULL query, and ts_rank, strict, a
+                -- NULL rank without being called (no CASE per lexeme and row); 1 - rank
+                -- is at least 1 - 0.99763 (a lexeme keeps at most 256 positions, and
+                -- sum(1/i^2, i <= 256) / (pi^2/6) = 0.99763), so the division needs no
+                -- guard (session 16: both dropped, the same values).
                 SELECT t.document_id, t.subject_id,
                        (
-                         CASE WHEN t.r1 > 0 THEN idfs[1] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r1), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r1), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                       + CASE WHEN t.r2 > 0 THEN idfs[2] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r2), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r2), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                       + CASE WHEN t.r3 > 0 THEN idfs[3] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r3), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r3), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                       + CASE WHEN t.r4 > 0 THEN idfs[4] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r4), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r4), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                       + CASE WHEN t.r5 > 0 THEN idfs[5] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r5), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r5), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                       + CASE WHEN t.r6 > 0 THEN idfs[6] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r6), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r6), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                       + CASE WHEN t.r7 > 0 THEN idfs[7] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r7), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r7), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                       + CASE WHEN t.r8 > 0 THEN idfs[8] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r8), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r8), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                       + CASE WHEN t.r9 > 0 THEN idfs[9] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r9), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r9), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                       + CASE WHEN t.r10 > 0 THEN idfs[10] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r10), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r10), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                       + CASE WHEN t.r11 > 0 THEN idfs[11] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r11), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r11), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                       + CASE WHEN t.r12 > 0 THEN idfs[12] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r12), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r12), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                       + CASE WHEN t.r13 > 0 THEN idfs[13] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r13), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r13), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                       + CASE WHEN t.r14 > 0 THEN idfs[14] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r14), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r14), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                       + CASE WHEN t.r15 > 0 THEN idfs[15] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r15), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r15), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                       + CASE WHEN t.r16 > 0 THEN idfs[16] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r16), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r16), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                       + CASE WHEN t.r17 > 0 THEN idfs[17] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r17), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r17), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                       + CASE WHEN t.r18 > 0 THEN idfs[18] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r18), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r18), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                       + CASE WHEN t.r19 > 0 THEN idfs[19] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r19), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r19), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                       + CASE WHEN t.r20 > 0 THEN idfs[20] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r20), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r20), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                       + CASE WHEN t.r21 > 0 THEN idfs[21] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r21), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r21), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                       + CASE WHEN t.r22 > 0 THEN idfs[22] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r22), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r22), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                       + CASE WHEN t.r23 > 0 THEN idfs[23] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r23), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r23), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
-                       + CASE WHEN t.r24 > 0 THEN idfs[24] * pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r24), 1e-6) - 0.5) / (pg_catalog.round(1.0 / GREATEST(1.6449340668482264 * (1.0 - t.r24), 1e-6) - 0.5) + t.norm) ELSE 0.0 END
+                         CASE WHEN t.r1 > 0 THEN idfs[1] * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r1)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r1)) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r2 > 0 THEN idfs[2] * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r2)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r2)) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r3 > 0 THEN idfs[3] * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r3)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r3)) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r4 > 0 THEN idfs[4] * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r4)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r4)) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r5 > 0 THEN idfs[5] * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r5)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r5)) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r6 > 0 THEN idfs[6] * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r6)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r6)) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r7 > 0 THEN idfs[7] * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r7)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r7)) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r8 > 0 THEN idfs[8] * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r8)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r8)) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r9 > 0 THEN idfs[9] * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r9)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r9)) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r10 > 0 THEN idfs[10] * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r10)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r10)) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r11 > 0 THEN idfs[11] * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r11)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r11)) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r12 > 0 THEN idfs[12] * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r12)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r12)) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r13 > 0 THEN idfs[13] * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r13)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r13)) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r14 > 0 THEN idfs[14] * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r14)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r14)) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r15 > 0 THEN idfs[15] * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r15)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r15)) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r16 > 0 THEN idfs[16] * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r16)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r16)) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r17 > 0 THEN idfs[17] * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r17)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r17)) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r18 > 0 THEN idfs[18] * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r18)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r18)) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r19 > 0 THEN idfs[19] * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r19)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r19)) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r20 > 0 THEN idfs[20] * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r20)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r20)) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r21 > 0 THEN idfs[21] * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r21)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r21)) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r22 > 0 THEN idfs[22] * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r22)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r22)) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r23 > 0 THEN idfs[23] * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r23)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r23)) - 0.5) + t.norm) ELSE 0.0 END
+                       + CASE WHEN t.r24 > 0 THEN idfs[24] * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r24)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r24)) - 0.5) + t.norm) ELSE 0.0 END
                        )::double precision AS score
                 FROM term_frequencies AS t
             )
