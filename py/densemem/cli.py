@@ -32,6 +32,7 @@ COMMAND_MODULES: list[str] = [
     "densemem.recall_command",
     "densemem.mcp_server",
     "densemem.bench_http",
+    "densemem.telemetry_command",
 ]
 
 
