@@ -114,6 +114,13 @@ TO densemem_app, densemem_analyst, densemem_operator, densemem_searcher;
 -- idf = ln(1 + (N - df + 0.5) / (df + 0.5)) from the team's statistics,
 -- tf from the tsvector's positions and dl = length(tsvector) (distinct
 -- lexemes); top `candidates.fulltext`, one row per evidence.
+-- Session 17: each hit carries the heap address (ctid) at which the
+-- statement read its document (migration 0094): every read of
+-- search_documents below carries `ctid AS row_tid` (one 6-byte column)
+-- through the passes, the context window and the scorer to the kept rows.
+-- The ranking fetches each candidate's document there (a Tid Scan of a page
+-- this branch has just read) instead of probing the hash index of migration
+-- 0072, whose bucket pages were cold in the CPU caches on every call at 1M.
 CREATE OR REPLACE FUNCTION dm_private.recall_fulltext_candidates(team_id uuid, query text, req jsonb, settings jsonb)
 RETURNS SETOF dm_private.recall_branch_hit
 LANGUAGE plpgsql
@@ -488,12 +495,12 @@ BEGIN
                     -- every recallable evidence document of a small team that the
                     -- caller's policy labels allow, whether it is eligible, and
                     -- whether it is a match
-                    SELECT t.document_id, t.subject_id, t.search_vector, t.source_group, t.sequence_number,
+                    SELECT t.document_id, t.subject_id, t.row_tid, t.search_vector, t.source_group, t.sequence_number,
                            t.eligible,
                            COALESCE(t.eligible
                                     AND ((all_pass_needed AND t.search_vector @@ all_q)
                                          OR (scan_q IS NOT NULL AND t.search_vector @@ scan_q)), false) AS is_match
-                    FROM (SELECT d.document_id, d.subject_id, d.search_vector, d.source_group, d.sequence_number,
+                    FROM (SELECT d.document_id, d.subject_id, d.ctid AS row_tid, d.search_vector, d.source_group, d.sequence_number,
                                  (d.owner_profile_id <> ALL (disabled)
                                   AND (d.valid_from IS NULL OR d.valid_from <= valid_at)
                                   AND (d.valid_to IS NULL OR d.valid_to > valid_at)
@@ -540,14 +547,14 @@ BEGIN
                 -- ranges overlap (a speaker's name matches most turns: a handful of
                 -- ranges, not an index probe per match and per candidate).
                 neighbourhood AS (
-                    SELECT p.document_id, p.subject_id, p.search_vector, p.source_group, p.sequence_number, p.eligible,
+                    SELECT p.document_id, p.subject_id, p.row_tid, p.search_vector, p.source_group, p.sequence_number, p.eligible,
                            p.is_match
                     FROM team_rows AS p
                     WHERE context_radius > 0
                       AND p.source_group IS NOT NULL AND p.sequence_number IS NOT NULL
                 ),
                 in_context AS (
-                    SELECT w.document_id, w.subject_id, w.search_vector, w.sequence_number, w.eligible, w.is_match,
+                    SELECT w.document_id, w.subject_id, w.row_tid, w.search_vector, w.sequence_number, w.eligible, w.is_match,
                            pg_catalog.lag(w.sequence_number, 1) OVER g AS sequence_1,
                            pg_catalog.lag(w.search_vector, 1) OVER g AS vector_1,
                            pg_catalog.lag(w.is_match, 1) OVER g AS match_1,
@@ -559,13 +566,13 @@ BEGIN
                 ),
                 matched AS (
                     -- without context, and evidence without a group or sequence number: alone
-                    SELECT o.document_id, o.subject_id, o.search_vector
+                    SELECT o.document_id, o.subject_id, o.row_tid, o.search_vector
                     FROM team_rows AS o
                     WHERE o.is_match
                       AND (context_radius = 0 OR o.source_group IS NULL OR o.sequence_number IS NULL)
                     UNION ALL
                     -- the matches and their followers, each once, with their predecessors
-                    SELECT c.document_id, c.subject_id,
+                    SELECT c.document_id, c.subject_id, c.row_tid,
                            CASE WHEN c.sequence_2 >= c.sequence_number - context_radius
                                     THEN c.search_vector OPERATOR(pg_catalog.||) c.vector_1
                                          OPERATOR(pg_catalog.||) c.vector_2
@@ -583,7 +590,7 @@ BEGIN
                     -- the tsvector per query lexeme, unrolled (a per-row subquery over
                     -- the lexemes costs five times as much); the scorer recovers tf
                     -- from it. OFFSET 0 keeps each computed once.
-                    SELECT m.document_id, m.subject_id,
+                    SELECT m.document_id, m.subject_id, m.row_tid,
                            k1 * (1.0 - b + b * pg_catalog.length(m.search_vector) / average_length) AS norm,
                                pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq1, 0) AS r1,
                                pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq2, 0) AS r2,
@@ -609,7 +616,7 @@ BEGIN
                     -- is at least 1 - 0.99763 (a lexeme keeps at most 256 positions, and
                     -- sum(1/i^2, i <= 256) / (pi^2/6) = 0.99763), so the division needs no
                     -- guard (session 16: both dropped, the same values).
-                    SELECT t.document_id, t.subject_id,
+                    SELECT t.document_id, t.subject_id, t.row_tid,
                            (
                              CASE WHEN t.r1 > 0 THEN tw1 * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r1)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r1)) - 0.5) + t.norm) ELSE 0.0 END
                            + CASE WHEN t.r2 > 0 THEN tw2 * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r2)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r2)) - 0.5) + t.norm) ELSE 0.0 END
@@ -629,8 +636,8 @@ BEGIN
                        -- sort keeps the top `cap` alone instead of ordering every
                        -- candidate twice around a window over all of them
                        (pg_catalog.rank() OVER (ORDER BY r.score DESC))::integer,
-                       r.score
-                FROM (SELECT s.document_id, s.subject_id, s.score
+                       r.score, r.row_tid
+                FROM (SELECT s.document_id, s.subject_id, s.row_tid, s.score
                       FROM scored AS s
                       ORDER BY s.score DESC, s.subject_id
                       LIMIT cap) AS r
@@ -651,12 +658,12 @@ BEGIN
                     -- every recallable evidence document of a small team that the
                     -- caller's policy labels allow, whether it is eligible, and
                     -- whether it is a match
-                    SELECT t.document_id, t.subject_id, t.search_vector, t.source_group, t.sequence_number,
+                    SELECT t.document_id, t.subject_id, t.row_tid, t.search_vector, t.source_group, t.sequence_number,
                            t.eligible,
                            COALESCE(t.eligible
                                     AND ((all_pass_needed AND t.search_vector @@ all_q)
                                          OR (scan_q IS NOT NULL AND t.search_vector @@ scan_q)), false) AS is_match
-                    FROM (SELECT d.document_id, d.subject_id, d.search_vector, d.source_group, d.sequence_number,
+                    FROM (SELECT d.document_id, d.subject_id, d.ctid AS row_tid, d.search_vector, d.source_group, d.sequence_number,
                                  (d.owner_profile_id <> ALL (disabled)
                                   AND (d.valid_from IS NULL OR d.valid_from <= valid_at)
                                   AND (d.valid_to IS NULL OR d.valid_to > valid_at)
@@ -703,14 +710,14 @@ BEGIN
                 -- ranges overlap (a speaker's name matches most turns: a handful of
                 -- ranges, not an index probe per match and per candidate).
                 neighbourhood AS (
-                    SELECT p.document_id, p.subject_id, p.search_vector, p.source_group, p.sequence_number, p.eligible,
+                    SELECT p.document_id, p.subject_id, p.row_tid, p.search_vector, p.source_group, p.sequence_number, p.eligible,
                            p.is_match
                     FROM team_rows AS p
                     WHERE context_radius > 0
                       AND p.source_group IS NOT NULL AND p.sequence_number IS NOT NULL
                 ),
                 in_context AS (
-                    SELECT w.document_id, w.subject_id, w.search_vector, w.sequence_number, w.eligible, w.is_match,
+                    SELECT w.document_id, w.subject_id, w.row_tid, w.search_vector, w.sequence_number, w.eligible, w.is_match,
                            pg_catalog.lag(w.sequence_number, 1) OVER g AS sequence_1,
                            pg_catalog.lag(w.search_vector, 1) OVER g AS vector_1,
                            pg_catalog.lag(w.is_match, 1) OVER g AS match_1,
@@ -722,13 +729,13 @@ BEGIN
                 ),
                 matched AS (
                     -- without context, and evidence without a group or sequence number: alone
-                    SELECT o.document_id, o.subject_id, o.search_vector
+                    SELECT o.document_id, o.subject_id, o.row_tid, o.search_vector
                     FROM team_rows AS o
                     WHERE o.is_match
                       AND (context_radius = 0 OR o.source_group IS NULL OR o.sequence_number IS NULL)
                     UNION ALL
                     -- the matches and their followers, each once, with their predecessors
-                    SELECT c.document_id, c.subject_id,
+                    SELECT c.document_id, c.subject_id, c.row_tid,
                            CASE WHEN c.sequence_2 >= c.sequence_number - context_radius
                                     THEN c.search_vector OPERATOR(pg_catalog.||) c.vector_1
                                          OPERATOR(pg_catalog.||) c.vector_2
@@ -746,7 +753,7 @@ BEGIN
                     -- the tsvector per query lexeme, unrolled (a per-row subquery over
                     -- the lexemes costs five times as much); the scorer recovers tf
                     -- from it. OFFSET 0 keeps each computed once.
-                    SELECT m.document_id, m.subject_id,
+                    SELECT m.document_id, m.subject_id, m.row_tid,
                            k1 * (1.0 - b + b * pg_catalog.length(m.search_vector) / average_length) AS norm,
                                pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[1], 0) AS r1,
                                pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[2], 0) AS r2,
@@ -788,7 +795,7 @@ BEGIN
                     -- is at least 1 - 0.99763 (a lexeme keeps at most 256 positions, and
                     -- sum(1/i^2, i <= 256) / (pi^2/6) = 0.99763), so the division needs no
                     -- guard (session 16: both dropped, the same values).
-                    SELECT t.document_id, t.subject_id,
+                    SELECT t.document_id, t.subject_id, t.row_tid,
                            (
                              CASE WHEN t.r1 > 0 THEN idfs[1] * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r1)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r1)) - 0.5) + t.norm) ELSE 0.0 END
                            + CASE WHEN t.r2 > 0 THEN idfs[2] * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r2)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r2)) - 0.5) + t.norm) ELSE 0.0 END
@@ -824,8 +831,8 @@ BEGIN
                        -- sort keeps the top `cap` alone instead of ordering every
                        -- candidate twice around a window over all of them
                        (pg_catalog.rank() OVER (ORDER BY r.score DESC))::integer,
-                       r.score
-                FROM (SELECT s.document_id, s.subject_id, s.score
+                       r.score, r.row_tid
+                FROM (SELECT s.document_id, s.subject_id, s.row_tid, s.score
                       FROM scored AS s
                       ORDER BY s.score DESC, s.subject_id
                       LIMIT cap) AS r
@@ -867,7 +874,7 @@ BEGIN
             -- common-lexeme query read most of a large team again). Never run
             -- when no pass is dense (its readers' one-time filters are false).
             WITH dense_walk AS MATERIALIZED (
-                SELECT d.document_id, d.subject_id, d.search_vector, d.source_group, d.sequence_number,
+                SELECT d.document_id, d.subject_id, d.ctid AS row_tid, d.search_vector, d.source_group, d.sequence_number,
                        -- each row is tested once against walk_q, and against
                        -- the other pass's query only when walk_q is not it
                        any_dense AND (walk_is_scan OR (d.search_vector @@ scan_q) IS TRUE) AS is_any,
@@ -899,7 +906,7 @@ BEGIN
             -- candidate and its tsvector less (session 8)
             any_pass AS NOT MATERIALIZED (
                 -- the keyed way: a bitmap of the lexemes' documents
-                (SELECT d.document_id, d.subject_id, d.search_vector, d.source_group, d.sequence_number
+                (SELECT d.document_id, d.subject_id, d.ctid AS row_tid, d.search_vector, d.source_group, d.sequence_number
                 FROM dm_private.search_documents AS d
                 WHERE scan_q IS NOT NULL
                   AND NOT small_team
@@ -934,14 +941,14 @@ BEGIN
                 LIMIT budget)
                 UNION ALL
                 -- the dense way: the same first rows in heap order
-                (SELECT w.document_id, w.subject_id, w.search_vector, w.source_group, w.sequence_number
+                (SELECT w.document_id, w.subject_id, w.row_tid, w.search_vector, w.source_group, w.sequence_number
                 FROM dense_walk AS w
                 WHERE any_dense AND w.is_any
                 LIMIT budget)
             ),
             all_pass AS MATERIALIZED (
                 -- the keyed way (all_keys: every lexeme of all_q is required)
-                (SELECT d.document_id, d.subject_id, d.search_vector, d.source_group, d.sequence_number
+                (SELECT d.document_id, d.subject_id, d.ctid AS row_tid, d.search_vector, d.source_group, d.sequence_number
                 FROM dm_private.search_documents AS d
                 WHERE all_pass_needed
                   AND NOT small_team
@@ -970,13 +977,13 @@ BEGIN
                 LIMIT budget)
                 UNION ALL
                 -- the dense way (all_dense): the same first rows in heap order
-                (SELECT w.document_id, w.subject_id, w.search_vector, w.source_group, w.sequence_number
+                (SELECT w.document_id, w.subject_id, w.row_tid, w.search_vector, w.source_group, w.sequence_number
                 FROM dense_walk AS w
                 WHERE all_dense AND w.is_all
                 LIMIT budget)
                 UNION ALL
                 -- any other all_q (or, exclusions): the (team_id, search_vector) index
-                (SELECT d.document_id, d.subject_id, d.search_vector, d.source_group, d.sequence_number
+                (SELECT d.document_id, d.subject_id, d.ctid AS row_tid, d.search_vector, d.source_group, d.sequence_number
                 FROM dm_private.search_documents AS d
                 WHERE all_pass_needed
                   AND NOT small_team
@@ -1003,9 +1010,9 @@ BEGIN
                 LIMIT budget)
             ),
             own_matched AS MATERIALIZED (
-                SELECT b.document_id, b.subject_id, b.search_vector, b.source_group, b.sequence_number FROM all_pass AS b
+                SELECT b.document_id, b.subject_id, b.row_tid, b.search_vector, b.source_group, b.sequence_number FROM all_pass AS b
                 UNION ALL
-                SELECT a.document_id, a.subject_id, a.search_vector, a.source_group, a.sequence_number FROM any_pass AS a
+                SELECT a.document_id, a.subject_id, a.row_tid, a.search_vector, a.source_group, a.sequence_number FROM any_pass AS a
                 -- a hashed subplan (document ids are never NULL, so NOT IN is NOT
                 -- EXISTS): the anti-join the planner chose for NOT EXISTS, a
                 -- nested loop rescanning all_pass for every any_pass row, read
@@ -1051,7 +1058,7 @@ BEGIN
                 GROUP BY i.island
             ),
             near_rows AS MATERIALIZED (
-                SELECT d.document_id, d.subject_id, d.search_vector, d.source_group, d.sequence_number,
+                SELECT d.document_id, d.subject_id, d.row_tid, d.search_vector, d.source_group, d.sequence_number,
                        (d.owner_profile_id <> ALL (disabled)
                         AND (d.valid_from IS NULL OR d.valid_from <= valid_at)
                         AND (d.valid_to IS NULL OR d.valid_to > valid_at)
@@ -1068,7 +1075,7 @@ BEGIN
                                  AND d.subject_id <> ALL (known_ids)))) AS eligible
                 FROM islands AS n
                 CROSS JOIN LATERAL (
-                    SELECT x.document_id, x.subject_id, x.search_vector, x.source_group, x.sequence_number,
+                    SELECT x.document_id, x.subject_id, x.ctid AS row_tid, x.search_vector, x.source_group, x.sequence_number,
                            x.is_recallable, x.policy_labels, x.owner_profile_id, x.valid_from, x.valid_to,
                            x.known_from, x.known_to, x.memory_type, x.source_created_at
                     FROM dm_private.search_documents AS x
@@ -1082,7 +1089,7 @@ BEGIN
                   AND d.source_group IS NOT NULL
             ),
             neighbourhood AS (
-                SELECT p.document_id, p.subject_id, p.search_vector, p.source_group, p.sequence_number, p.eligible,
+                SELECT p.document_id, p.subject_id, p.row_tid, p.search_vector, p.source_group, p.sequence_number, p.eligible,
                        -- a hashed subplan: own_matched holds each document once
                        p.document_id IN (SELECT o.document_id FROM own_matched AS o) AS is_match
                 FROM near_rows AS p
@@ -1090,7 +1097,7 @@ BEGIN
                 OFFSET 0
             ),
             in_context AS (
-                SELECT w.document_id, w.subject_id, w.search_vector, w.sequence_number, w.eligible, w.is_match,
+                SELECT w.document_id, w.subject_id, w.row_tid, w.search_vector, w.sequence_number, w.eligible, w.is_match,
                        pg_catalog.lag(w.sequence_number, 1) OVER g AS sequence_1,
                        pg_catalog.lag(w.search_vector, 1) OVER g AS vector_1,
                        pg_catalog.lag(w.is_match, 1) OVER g AS match_1,
@@ -1102,12 +1109,12 @@ BEGIN
             ),
             matched AS (
                 -- without context, and evidence without a group or sequence number: alone
-                SELECT o.document_id, o.subject_id, o.search_vector
+                SELECT o.document_id, o.subject_id, o.row_tid, o.search_vector
                 FROM own_matched AS o
                 WHERE context_radius = 0 OR o.source_group IS NULL OR o.sequence_number IS NULL
                 UNION ALL
                 -- the matches and their followers, each once, with their predecessors
-                SELECT c.document_id, c.subject_id,
+                SELECT c.document_id, c.subject_id, c.row_tid,
                        CASE WHEN c.sequence_2 >= c.sequence_number - context_radius
                                 THEN c.search_vector OPERATOR(pg_catalog.||) c.vector_1
                                      OPERATOR(pg_catalog.||) c.vector_2
@@ -1125,7 +1132,7 @@ BEGIN
                 -- the tsvector per query lexeme, unrolled (a per-row subquery over
                 -- the lexemes costs five times as much); the scorer recovers tf
                 -- from it. OFFSET 0 keeps each computed once.
-                SELECT m.document_id, m.subject_id,
+                SELECT m.document_id, m.subject_id, m.row_tid,
                        k1 * (1.0 - b + b * pg_catalog.length(m.search_vector) / average_length) AS norm,
                            pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[1], 0) AS r1,
                            pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[2], 0) AS r2,
@@ -1167,7 +1174,7 @@ BEGIN
                 -- is at least 1 - 0.99763 (a lexeme keeps at most 256 positions, and
                 -- sum(1/i^2, i <= 256) / (pi^2/6) = 0.99763), so the division needs no
                 -- guard (session 16: both dropped, the same values).
-                SELECT t.document_id, t.subject_id,
+                SELECT t.document_id, t.subject_id, t.row_tid,
                        (
                          CASE WHEN t.r1 > 0 THEN idfs[1] * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r1)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r1)) - 0.5) + t.norm) ELSE 0.0 END
                        + CASE WHEN t.r2 > 0 THEN idfs[2] * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r2)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r2)) - 0.5) + t.norm) ELSE 0.0 END
@@ -1203,8 +1210,8 @@ BEGIN
                    -- sort keeps the top `cap` alone instead of ordering every
                    -- candidate twice around a window over all of them
                    (pg_catalog.rank() OVER (ORDER BY r.score DESC))::integer,
-                   r.score
-            FROM (SELECT s.document_id, s.subject_id, s.score
+                   r.score, r.row_tid
+            FROM (SELECT s.document_id, s.subject_id, s.row_tid, s.score
                   FROM scored AS s
                   ORDER BY s.score DESC, s.subject_id
                   LIMIT cap) AS r
@@ -1228,7 +1235,7 @@ BEGIN
             -- the tsvector per query lexeme, unrolled: a per-row subquery over
             -- the lexemes costs five times as much); the scorer recovers tf from it.
             WITH any_pass AS NOT MATERIALIZED (
-                SELECT d.document_id, d.subject_id,
+                SELECT d.document_id, d.subject_id, d.ctid AS row_tid,
                        k1 * (1.0 - b + b * pg_catalog.length(d.search_vector) / average_length) AS norm,
                        pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq1, 0) AS r1,
                        pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq2, 0) AS r2,
@@ -1277,7 +1284,7 @@ BEGIN
                 -- is at least 1 - 0.99763 (a lexeme keeps at most 256 positions, and
                 -- sum(1/i^2, i <= 256) / (pi^2/6) = 0.99763), so the division needs no
                 -- guard (session 16: both dropped, the same values).
-                SELECT t.document_id, t.subject_id,
+                SELECT t.document_id, t.subject_id, t.row_tid,
                        (
                          CASE WHEN t.r1 > 0 THEN tw1 * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r1)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r1)) - 0.5) + t.norm) ELSE 0.0 END
                        + CASE WHEN t.r2 > 0 THEN tw2 * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r2)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r2)) - 0.5) + t.norm) ELSE 0.0 END
@@ -1293,8 +1300,8 @@ BEGIN
                    -- sort keeps the top `cap` alone instead of ordering every
                    -- candidate twice around a window over all of them
                    (pg_catalog.rank() OVER (ORDER BY r.score DESC))::integer,
-                   r.score
-            FROM (SELECT s.document_id, s.subject_id, s.score
+                   r.score, r.row_tid
+            FROM (SELECT s.document_id, s.subject_id, s.row_tid, s.score
                   FROM scored AS s
                   ORDER BY s.score DESC, s.subject_id
                   LIMIT cap) AS r
@@ -1319,7 +1326,7 @@ BEGIN
             -- the tsvector per query lexeme, unrolled: a per-row subquery over
             -- the lexemes costs five times as much); the scorer recovers tf from it.
             WITH any_pass AS NOT MATERIALIZED (
-                SELECT d.document_id, d.subject_id,
+                SELECT d.document_id, d.subject_id, d.ctid AS row_tid,
                        k1 * (1.0 - b + b * pg_catalog.length(d.search_vector) / average_length) AS norm,
                        pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq1, 0) AS r1,
                        pg_catalog.ts_rank('{1,1,1,1}'::real [], d.search_vector, tq2, 0) AS r2,
@@ -1372,7 +1379,7 @@ BEGIN
                 -- is at least 1 - 0.99763 (a lexeme keeps at most 256 positions, and
                 -- sum(1/i^2, i <= 256) / (pi^2/6) = 0.99763), so the division needs no
                 -- guard (session 16: both dropped, the same values).
-                SELECT t.document_id, t.subject_id,
+                SELECT t.document_id, t.subject_id, t.row_tid,
                        (
                          CASE WHEN t.r1 > 0 THEN tw1 * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r1)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r1)) - 0.5) + t.norm) ELSE 0.0 END
                        + CASE WHEN t.r2 > 0 THEN tw2 * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r2)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r2)) - 0.5) + t.norm) ELSE 0.0 END
@@ -1392,8 +1399,8 @@ BEGIN
                    -- sort keeps the top `cap` alone instead of ordering every
                    -- candidate twice around a window over all of them
                    (pg_catalog.rank() OVER (ORDER BY r.score DESC))::integer,
-                   r.score
-            FROM (SELECT s.document_id, s.subject_id, s.score
+                   r.score, r.row_tid
+            FROM (SELECT s.document_id, s.subject_id, s.row_tid, s.score
                   FROM scored AS s
                   ORDER BY s.score DESC, s.subject_id
                   LIMIT cap) AS r
@@ -1416,7 +1423,7 @@ BEGIN
             -- common-lexeme query read most of a large team again). Never run
             -- when no pass is dense (its readers' one-time filters are false).
             WITH dense_walk AS MATERIALIZED (
-                SELECT d.document_id, d.subject_id, d.search_vector, d.source_group, d.sequence_number,
+                SELECT d.document_id, d.subject_id, d.ctid AS row_tid, d.search_vector, d.source_group, d.sequence_number,
                        -- each row is tested once against walk_q, and against
                        -- the other pass's query only when walk_q is not it
                        any_dense AND (walk_is_scan OR (d.search_vector @@ scan_q) IS TRUE) AS is_any,
@@ -1447,7 +1454,7 @@ BEGIN
             -- straight into own_matched's store, one tuplestore copy of each
             -- candidate and its tsvector less (session 8)
             any_pass AS NOT MATERIALIZED (
-                (SELECT d.document_id, d.subject_id, d.search_vector, d.source_group, d.sequence_number
+                (SELECT d.document_id, d.subject_id, d.ctid AS row_tid, d.search_vector, d.source_group, d.sequence_number
                 FROM dm_private.search_documents AS d
                 WHERE scan_q IS NOT NULL
                   AND NOT small_team
@@ -1482,14 +1489,14 @@ BEGIN
                 LIMIT budget)
                 UNION ALL
                 -- the dense way: the same first rows in heap order
-                (SELECT w.document_id, w.subject_id, w.search_vector, w.source_group, w.sequence_number
+                (SELECT w.document_id, w.subject_id, w.row_tid, w.search_vector, w.source_group, w.sequence_number
                 FROM dense_walk AS w
                 WHERE any_dense AND w.is_any
                 LIMIT budget)
             ),
             all_pass AS MATERIALIZED (
                 -- the keyed way (all_keys: every lexeme of all_q is required)
-                (SELECT d.document_id, d.subject_id, d.search_vector, d.source_group, d.sequence_number
+                (SELECT d.document_id, d.subject_id, d.ctid AS row_tid, d.search_vector, d.source_group, d.sequence_number
                 FROM dm_private.search_documents AS d
                 WHERE all_pass_needed
                   AND NOT small_team
@@ -1518,13 +1525,13 @@ BEGIN
                 LIMIT budget)
                 UNION ALL
                 -- the dense way (all_dense): the same first rows in heap order
-                (SELECT w.document_id, w.subject_id, w.search_vector, w.source_group, w.sequence_number
+                (SELECT w.document_id, w.subject_id, w.row_tid, w.search_vector, w.source_group, w.sequence_number
                 FROM dense_walk AS w
                 WHERE all_dense AND w.is_all
                 LIMIT budget)
                 UNION ALL
                 -- any other all_q (or, exclusions): the (team_id, search_vector) index
-                (SELECT d.document_id, d.subject_id, d.search_vector, d.source_group, d.sequence_number
+                (SELECT d.document_id, d.subject_id, d.ctid AS row_tid, d.search_vector, d.source_group, d.sequence_number
                 FROM dm_private.search_documents AS d
                 WHERE all_pass_needed
                   AND NOT small_team
@@ -1552,9 +1559,9 @@ BEGIN
             ),
             -- read once (by term_frequencies): not materialised
             own_matched AS NOT MATERIALIZED (
-                SELECT b.document_id, b.subject_id, b.search_vector, b.source_group, b.sequence_number FROM all_pass AS b
+                SELECT b.document_id, b.subject_id, b.row_tid, b.search_vector, b.source_group, b.sequence_number FROM all_pass AS b
                 UNION ALL
-                SELECT a.document_id, a.subject_id, a.search_vector, a.source_group, a.sequence_number FROM any_pass AS a
+                SELECT a.document_id, a.subject_id, a.row_tid, a.search_vector, a.source_group, a.sequence_number FROM any_pass AS a
                 -- a hashed subplan (document ids are never NULL, so NOT IN is NOT
                 -- EXISTS): the anti-join the planner chose for NOT EXISTS, a
                 -- nested loop rescanning all_pass for every any_pass row, read
@@ -1566,7 +1573,7 @@ BEGIN
                 -- the tsvector per query lexeme, unrolled (a per-row subquery over
                 -- the lexemes costs five times as much); the scorer recovers tf
                 -- from it. OFFSET 0 keeps each computed once.
-                SELECT m.document_id, m.subject_id,
+                SELECT m.document_id, m.subject_id, m.row_tid,
                        k1 * (1.0 - b + b * pg_catalog.length(m.search_vector) / average_length) AS norm,
                            pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq1, 0) AS r1,
                            pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq2, 0) AS r2,
@@ -1592,7 +1599,7 @@ BEGIN
                 -- is at least 1 - 0.99763 (a lexeme keeps at most 256 positions, and
                 -- sum(1/i^2, i <= 256) / (pi^2/6) = 0.99763), so the division needs no
                 -- guard (session 16: both dropped, the same values).
-                SELECT t.document_id, t.subject_id,
+                SELECT t.document_id, t.subject_id, t.row_tid,
                        (
                          CASE WHEN t.r1 > 0 THEN tw1 * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r1)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r1)) - 0.5) + t.norm) ELSE 0.0 END
                        + CASE WHEN t.r2 > 0 THEN tw2 * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r2)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r2)) - 0.5) + t.norm) ELSE 0.0 END
@@ -1612,8 +1619,8 @@ BEGIN
                    -- sort keeps the top `cap` alone instead of ordering every
                    -- candidate twice around a window over all of them
                    (pg_catalog.rank() OVER (ORDER BY r.score DESC))::integer,
-                   r.score
-            FROM (SELECT s.document_id, s.subject_id, s.score
+                   r.score, r.row_tid
+            FROM (SELECT s.document_id, s.subject_id, s.row_tid, s.score
                   FROM scored AS s
                   ORDER BY s.score DESC, s.subject_id
                   LIMIT cap) AS r
@@ -1625,7 +1632,7 @@ BEGIN
             -- straight into own_matched's store, one tuplestore copy of each
             -- candidate and its tsvector less (session 8)
             WITH any_pass AS NOT MATERIALIZED (
-                SELECT d.document_id, d.subject_id, d.search_vector, d.source_group, d.sequence_number
+                SELECT d.document_id, d.subject_id, d.ctid AS row_tid, d.search_vector, d.source_group, d.sequence_number
                 FROM dm_private.search_documents AS d
                 WHERE scan_q IS NOT NULL
                   AND NOT small_team
@@ -1660,7 +1667,7 @@ BEGIN
             ),
             all_pass AS MATERIALIZED (
                 -- the keyed way (all_keys: every lexeme of all_q is required)
-                (SELECT d.document_id, d.subject_id, d.search_vector, d.source_group, d.sequence_number
+                (SELECT d.document_id, d.subject_id, d.ctid AS row_tid, d.search_vector, d.source_group, d.sequence_number
                 FROM dm_private.search_documents AS d
                 WHERE all_pass_needed
                   AND NOT small_team
@@ -1688,7 +1695,7 @@ BEGIN
                 LIMIT budget)
                 UNION ALL
                 -- any other all_q (or, exclusions): the (team_id, search_vector) index
-                (SELECT d.document_id, d.subject_id, d.search_vector, d.source_group, d.sequence_number
+                (SELECT d.document_id, d.subject_id, d.ctid AS row_tid, d.search_vector, d.source_group, d.sequence_number
                 FROM dm_private.search_documents AS d
                 WHERE all_pass_needed
                   AND NOT small_team
@@ -1715,9 +1722,9 @@ BEGIN
                 LIMIT budget)
             ),
             own_matched AS MATERIALIZED (
-                SELECT b.document_id, b.subject_id, b.search_vector, b.source_group, b.sequence_number FROM all_pass AS b
+                SELECT b.document_id, b.subject_id, b.row_tid, b.search_vector, b.source_group, b.sequence_number FROM all_pass AS b
                 UNION ALL
-                SELECT a.document_id, a.subject_id, a.search_vector, a.source_group, a.sequence_number FROM any_pass AS a
+                SELECT a.document_id, a.subject_id, a.row_tid, a.search_vector, a.source_group, a.sequence_number FROM any_pass AS a
                 -- a hashed subplan (document ids are never NULL, so NOT IN is NOT
                 -- EXISTS): the anti-join the planner chose for NOT EXISTS, a
                 -- nested loop rescanning all_pass for every any_pass row, read
@@ -1763,7 +1770,7 @@ BEGIN
                 GROUP BY i.island
             ),
             near_rows AS MATERIALIZED (
-                SELECT d.document_id, d.subject_id, d.search_vector, d.source_group, d.sequence_number,
+                SELECT d.document_id, d.subject_id, d.row_tid, d.search_vector, d.source_group, d.sequence_number,
                        (d.owner_profile_id <> ALL (disabled)
                         AND (d.valid_from IS NULL OR d.valid_from <= valid_at)
                         AND (d.valid_to IS NULL OR d.valid_to > valid_at)
@@ -1780,7 +1787,7 @@ BEGIN
                                  AND d.subject_id <> ALL (known_ids)))) AS eligible
                 FROM islands AS n
                 CROSS JOIN LATERAL (
-                    SELECT x.document_id, x.subject_id, x.search_vector, x.source_group, x.sequence_number,
+                    SELECT x.document_id, x.subject_id, x.ctid AS row_tid, x.search_vector, x.source_group, x.sequence_number,
                            x.is_recallable, x.policy_labels, x.owner_profile_id, x.valid_from, x.valid_to,
                            x.known_from, x.known_to, x.memory_type, x.source_created_at
                     FROM dm_private.search_documents AS x
@@ -1794,7 +1801,7 @@ BEGIN
                   AND d.source_group IS NOT NULL
             ),
             neighbourhood AS (
-                SELECT p.document_id, p.subject_id, p.search_vector, p.source_group, p.sequence_number, p.eligible,
+                SELECT p.document_id, p.subject_id, p.row_tid, p.search_vector, p.source_group, p.sequence_number, p.eligible,
                        -- a hashed subplan: own_matched holds each document once
                        p.document_id IN (SELECT o.document_id FROM own_matched AS o) AS is_match
                 FROM near_rows AS p
@@ -1802,7 +1809,7 @@ BEGIN
                 OFFSET 0
             ),
             in_context AS (
-                SELECT w.document_id, w.subject_id, w.search_vector, w.sequence_number, w.eligible, w.is_match,
+                SELECT w.document_id, w.subject_id, w.row_tid, w.search_vector, w.sequence_number, w.eligible, w.is_match,
                        pg_catalog.lag(w.sequence_number, 1) OVER g AS sequence_1,
                        pg_catalog.lag(w.search_vector, 1) OVER g AS vector_1,
                        pg_catalog.lag(w.is_match, 1) OVER g AS match_1,
@@ -1814,12 +1821,12 @@ BEGIN
             ),
             matched AS (
                 -- without context, and evidence without a group or sequence number: alone
-                SELECT o.document_id, o.subject_id, o.search_vector
+                SELECT o.document_id, o.subject_id, o.row_tid, o.search_vector
                 FROM own_matched AS o
                 WHERE context_radius = 0 OR o.source_group IS NULL OR o.sequence_number IS NULL
                 UNION ALL
                 -- the matches and their followers, each once, with their predecessors
-                SELECT c.document_id, c.subject_id,
+                SELECT c.document_id, c.subject_id, c.row_tid,
                        CASE WHEN c.sequence_2 >= c.sequence_number - context_radius
                                 THEN c.search_vector OPERATOR(pg_catalog.||) c.vector_1
                                      OPERATOR(pg_catalog.||) c.vector_2
@@ -1837,7 +1844,7 @@ BEGIN
                 -- the tsvector per query lexeme, unrolled (a per-row subquery over
                 -- the lexemes costs five times as much); the scorer recovers tf
                 -- from it. OFFSET 0 keeps each computed once.
-                SELECT m.document_id, m.subject_id,
+                SELECT m.document_id, m.subject_id, m.row_tid,
                        k1 * (1.0 - b + b * pg_catalog.length(m.search_vector) / average_length) AS norm,
                            pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq1, 0) AS r1,
                            pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, tq2, 0) AS r2,
@@ -1863,7 +1870,7 @@ BEGIN
                 -- is at least 1 - 0.99763 (a lexeme keeps at most 256 positions, and
                 -- sum(1/i^2, i <= 256) / (pi^2/6) = 0.99763), so the division needs no
                 -- guard (session 16: both dropped, the same values).
-                SELECT t.document_id, t.subject_id,
+                SELECT t.document_id, t.subject_id, t.row_tid,
                        (
                          CASE WHEN t.r1 > 0 THEN tw1 * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r1)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r1)) - 0.5) + t.norm) ELSE 0.0 END
                        + CASE WHEN t.r2 > 0 THEN tw2 * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r2)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r2)) - 0.5) + t.norm) ELSE 0.0 END
@@ -1883,8 +1890,8 @@ BEGIN
                    -- sort keeps the top `cap` alone instead of ordering every
                    -- candidate twice around a window over all of them
                    (pg_catalog.rank() OVER (ORDER BY r.score DESC))::integer,
-                   r.score
-            FROM (SELECT s.document_id, s.subject_id, s.score
+                   r.score, r.row_tid
+            FROM (SELECT s.document_id, s.subject_id, s.row_tid, s.score
                   FROM scored AS s
                   ORDER BY s.score DESC, s.subject_id
                   LIMIT cap) AS r
@@ -1896,7 +1903,7 @@ BEGIN
             -- straight into own_matched's store, one tuplestore copy of each
             -- candidate and its tsvector less (session 8)
             WITH any_pass AS NOT MATERIALIZED (
-                SELECT d.document_id, d.subject_id, d.search_vector, d.source_group, d.sequence_number
+                SELECT d.document_id, d.subject_id, d.ctid AS row_tid, d.search_vector, d.source_group, d.sequence_number
                 FROM dm_private.search_documents AS d
                 WHERE scan_q IS NOT NULL
                   AND NOT small_team
@@ -1931,7 +1938,7 @@ BEGIN
             ),
             all_pass AS MATERIALIZED (
                 -- the keyed way (all_keys: every lexeme of all_q is required)
-                (SELECT d.document_id, d.subject_id, d.search_vector, d.source_group, d.sequence_number
+                (SELECT d.document_id, d.subject_id, d.ctid AS row_tid, d.search_vector, d.source_group, d.sequence_number
                 FROM dm_private.search_documents AS d
                 WHERE all_pass_needed
                   AND NOT small_team
@@ -1959,7 +1966,7 @@ BEGIN
                 LIMIT budget)
                 UNION ALL
                 -- any other all_q (or, exclusions): the (team_id, search_vector) index
-                (SELECT d.document_id, d.subject_id, d.search_vector, d.source_group, d.sequence_number
+                (SELECT d.document_id, d.subject_id, d.ctid AS row_tid, d.search_vector, d.source_group, d.sequence_number
                 FROM dm_private.search_documents AS d
                 WHERE all_pass_needed
                   AND NOT small_team
@@ -1986,9 +1993,9 @@ BEGIN
                 LIMIT budget)
             ),
             own_matched AS MATERIALIZED (
-                SELECT b.document_id, b.subject_id, b.search_vector, b.source_group, b.sequence_number FROM all_pass AS b
+                SELECT b.document_id, b.subject_id, b.row_tid, b.search_vector, b.source_group, b.sequence_number FROM all_pass AS b
                 UNION ALL
-                SELECT a.document_id, a.subject_id, a.search_vector, a.source_group, a.sequence_number FROM any_pass AS a
+                SELECT a.document_id, a.subject_id, a.row_tid, a.search_vector, a.source_group, a.sequence_number FROM any_pass AS a
                 -- a hashed subplan (document ids are never NULL, so NOT IN is NOT
                 -- EXISTS): the anti-join the planner chose for NOT EXISTS, a
                 -- nested loop rescanning all_pass for every any_pass row, read
@@ -2034,7 +2041,7 @@ BEGIN
                 GROUP BY i.island
             ),
             near_rows AS MATERIALIZED (
-                SELECT d.document_id, d.subject_id, d.search_vector, d.source_group, d.sequence_number,
+                SELECT d.document_id, d.subject_id, d.row_tid, d.search_vector, d.source_group, d.sequence_number,
                        (d.owner_profile_id <> ALL (disabled)
                         AND (d.valid_from IS NULL OR d.valid_from <= valid_at)
                         AND (d.valid_to IS NULL OR d.valid_to > valid_at)
@@ -2051,7 +2058,7 @@ BEGIN
                                  AND d.subject_id <> ALL (known_ids)))) AS eligible
                 FROM islands AS n
                 CROSS JOIN LATERAL (
-                    SELECT x.document_id, x.subject_id, x.search_vector, x.source_group, x.sequence_number,
+                    SELECT x.document_id, x.subject_id, x.ctid AS row_tid, x.search_vector, x.source_group, x.sequence_number,
                            x.is_recallable, x.policy_labels, x.owner_profile_id, x.valid_from, x.valid_to,
                            x.known_from, x.known_to, x.memory_type, x.source_created_at
                     FROM dm_private.search_documents AS x
@@ -2065,7 +2072,7 @@ BEGIN
                   AND d.source_group IS NOT NULL
             ),
             neighbourhood AS (
-                SELECT p.document_id, p.subject_id, p.search_vector, p.source_group, p.sequence_number, p.eligible,
+                SELECT p.document_id, p.subject_id, p.row_tid, p.search_vector, p.source_group, p.sequence_number, p.eligible,
                        -- a hashed subplan: own_matched holds each document once
                        p.document_id IN (SELECT o.document_id FROM own_matched AS o) AS is_match
                 FROM near_rows AS p
@@ -2073,7 +2080,7 @@ BEGIN
                 OFFSET 0
             ),
             in_context AS (
-                SELECT w.document_id, w.subject_id, w.search_vector, w.sequence_number, w.eligible, w.is_match,
+                SELECT w.document_id, w.subject_id, w.row_tid, w.search_vector, w.sequence_number, w.eligible, w.is_match,
                        pg_catalog.lag(w.sequence_number, 1) OVER g AS sequence_1,
                        pg_catalog.lag(w.search_vector, 1) OVER g AS vector_1,
                        pg_catalog.lag(w.is_match, 1) OVER g AS match_1,
@@ -2085,12 +2092,12 @@ BEGIN
             ),
             matched AS (
                 -- without context, and evidence without a group or sequence number: alone
-                SELECT o.document_id, o.subject_id, o.search_vector
+                SELECT o.document_id, o.subject_id, o.row_tid, o.search_vector
                 FROM own_matched AS o
                 WHERE context_radius = 0 OR o.source_group IS NULL OR o.sequence_number IS NULL
                 UNION ALL
                 -- the matches and their followers, each once, with their predecessors
-                SELECT c.document_id, c.subject_id,
+                SELECT c.document_id, c.subject_id, c.row_tid,
                        CASE WHEN c.sequence_2 >= c.sequence_number - context_radius
                                 THEN c.search_vector OPERATOR(pg_catalog.||) c.vector_1
                                      OPERATOR(pg_catalog.||) c.vector_2
@@ -2108,7 +2115,7 @@ BEGIN
                 -- the tsvector per query lexeme, unrolled (a per-row subquery over
                 -- the lexemes costs five times as much); the scorer recovers tf
                 -- from it. OFFSET 0 keeps each computed once.
-                SELECT m.document_id, m.subject_id,
+                SELECT m.document_id, m.subject_id, m.row_tid,
                        k1 * (1.0 - b + b * pg_catalog.length(m.search_vector) / average_length) AS norm,
                            pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[1], 0) AS r1,
                            pg_catalog.ts_rank('{1,1,1,1}'::real [], m.search_vector, term_queries[2], 0) AS r2,
@@ -2150,7 +2157,7 @@ BEGIN
                 -- is at least 1 - 0.99763 (a lexeme keeps at most 256 positions, and
                 -- sum(1/i^2, i <= 256) / (pi^2/6) = 0.99763), so the division needs no
                 -- guard (session 16: both dropped, the same values).
-                SELECT t.document_id, t.subject_id,
+                SELECT t.document_id, t.subject_id, t.row_tid,
                        (
                          CASE WHEN t.r1 > 0 THEN idfs[1] * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r1)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r1)) - 0.5) + t.norm) ELSE 0.0 END
                        + CASE WHEN t.r2 > 0 THEN idfs[2] * pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r2)) - 0.5) / (pg_catalog.round(1.0 / (1.6449340668482264 * (1.0 - t.r2)) - 0.5) + t.norm) ELSE 0.0 END
@@ -2186,8 +2193,8 @@ BEGIN
                    -- sort keeps the top `cap` alone instead of ordering every
                    -- candidate twice around a window over all of them
                    (pg_catalog.rank() OVER (ORDER BY r.score DESC))::integer,
-                   r.score
-            FROM (SELECT s.document_id, s.subject_id, s.score
+                   r.score, r.row_tid
+            FROM (SELECT s.document_id, s.subject_id, s.row_tid, s.score
                   FROM scored AS s
                   ORDER BY s.score DESC, s.subject_id
                   LIMIT cap) AS r

@@ -88,7 +88,9 @@ BEGIN
     END IF;
     RETURN QUERY
         WITH matched AS (
-            SELECT d.document_id, d.subject_id,
+            -- (ctid: where the document was read, carried with the hit; the
+            -- ranking fetches the row there, migration 0094)
+            SELECT d.document_id, d.subject_id, d.ctid AS row_tid,
                    (SELECT pg_catalog.count(*) FROM pg_catalog.unnest(phrases) AS p (phrase)
                     WHERE pg_catalog.strpos(pg_catalog.lower(d.body), p.phrase) > 0) AS phrase_hits
             FROM dm_private.search_documents AS d
@@ -125,7 +127,7 @@ BEGIN
         )
         SELECT 'exact'::text, m.document_id, m.subject_id,
                (pg_catalog.rank() OVER (ORDER BY m.phrase_hits DESC))::integer,
-               m.phrase_hits::double precision
+               m.phrase_hits::double precision, m.row_tid
         FROM matched AS m
         WHERE pg_catalog.cardinality(phrases) = 0 OR pg_catalog.cardinality(anchors) > 0 OR m.phrase_hits > 0
         ORDER BY m.phrase_hits DESC, m.subject_id

@@ -40,6 +40,11 @@
 -- teams, make scanning every team's vectors look cheaper than the team's
 -- key range; a small team must never pay for a large one.
 
+-- Session 17: every hit carries the heap address (ctid) at which its
+-- statement read the hit's document (the walk's join, the eligible or prefix
+-- rows): the ranking fetches the document there, without an index (migration
+-- 0094).
+
 -- Loads pgvector's library so that the hnsw.* settings below are known.
 SELECT '[1]'::public.vector IS NOT NULL AS vector_loaded;
 
@@ -118,7 +123,7 @@ BEGIN
         -- planner cannot take as presorted (pgvector's README does the same).
         RETURN pg_catalog.format($sql$
     WITH nearest AS MATERIALIZED (
-        SELECT d.document_id, d.subject_id, %1$s AS distance
+        SELECT d.document_id, d.subject_id, d.ctid AS row_tid, %1$s AS distance
         FROM dm_private.document_embeddings AS e
         JOIN dm_private.search_documents AS d ON d.team_id = e.team_id AND d.document_id = e.document_id
         WHERE e.team_id = %2$L::uuid AND e.contract_id = %3$s AND d.team_id = %2$L::uuid
@@ -129,7 +134,7 @@ BEGIN
         LIMIT $2)
     SELECT 'vector'::text AS branch, n.document_id, n.subject_id AS evidence_id,
            (pg_catalog.row_number() OVER (ORDER BY n.distance OPERATOR(pg_catalog.+) 0, n.subject_id))::integer AS branch_rank,
-           n.distance::double precision AS branch_score
+           n.distance::double precision AS branch_score, n.row_tid
     FROM nearest AS n
     ORDER BY n.distance OPERATOR(pg_catalog.+) 0, n.subject_id$sql$, distance_expr, team_id, contract_id, eligibility);
     END IF;
@@ -145,7 +150,7 @@ BEGIN
         ORDER BY distance
         LIMIT $15),
     scored AS (
-        SELECT d.document_id, d.subject_id, n.distance
+        SELECT d.document_id, d.subject_id, d.ctid AS row_tid, n.distance
         FROM nearest AS n
         JOIN dm_private.search_documents AS d ON d.team_id = %1$L::uuid AND d.document_id = n.document_id
         WHERE d.document_version = n.document_version
@@ -155,7 +160,7 @@ BEGIN
         LIMIT $2)
     SELECT 'vector'::text AS branch, s.document_id, s.subject_id AS evidence_id,
            (pg_catalog.row_number() OVER (ORDER BY s.distance, s.subject_id))::integer AS branch_rank,
-           s.distance::double precision AS branch_score
+           s.distance::double precision AS branch_score, s.row_tid
     FROM scored AS s
     ORDER BY s.distance, s.subject_id$sql$, team_id, contract_id, eligibility);
 END
@@ -358,7 +363,7 @@ BEGIN
             -- the exact path's eligible-first statement, with the index
             -- conditions above added (implied by the exact predicates)
             WITH eligible AS MATERIALIZED (
-                SELECT d.document_id, d.subject_id, d.document_version, d.source_version
+                SELECT d.document_id, d.subject_id, d.document_version, d.source_version, d.ctid AS row_tid
                 FROM dm_private.search_documents AS d
                 WHERE d.team_id = team
                   AND d.subject_kind = 'evidence'
@@ -381,7 +386,7 @@ BEGIN
                                           AND (window_to IS NULL OR d.source_created_at <= window_to)))
                   AND d.subject_id <> ALL (known_ids)),
             scored AS (
-                SELECT el.document_id, el.subject_id, e.embedding OPERATOR(public.<=>) q AS distance
+                SELECT el.document_id, el.subject_id, el.row_tid, e.embedding OPERATOR(public.<=>) q AS distance
                 FROM eligible AS el
                 JOIN dm_private.document_embeddings AS e
                   ON e.team_id = team AND e.document_id = el.document_id AND e.contract_id = chosen.contract_id
@@ -392,7 +397,7 @@ BEGIN
             SELECT ARRAY(
                        SELECT ROW('vector', s.document_id, s.subject_id,
                                   (pg_catalog.row_number() OVER (ORDER BY s.distance, s.subject_id))::integer,
-                                  s.distance::double precision)::dm_private.recall_branch_hit
+                                  s.distance::double precision, s.row_tid)::dm_private.recall_branch_hit
                        FROM scored AS s
                        ORDER BY s.distance, s.subject_id)
             INTO hits;
@@ -542,10 +547,10 @@ BEGIN
                         ORDER BY distance
                         LIMIT prefix),
                     scored AS (
-                        SELECT d.document_id, d.subject_id, n.distance
+                        SELECT d.document_id, d.subject_id, d.row_tid, n.distance
                         FROM nearest AS n
                         CROSS JOIN LATERAL (
-                            SELECT d.document_id, d.subject_id
+                            SELECT d.document_id, d.subject_id, d.ctid AS row_tid
                             FROM dm_private.search_documents AS d
                             WHERE d.team_id = team AND d.document_id = n.document_id
                               AND d.document_version = n.document_version
@@ -565,7 +570,7 @@ BEGIN
                     SELECT ARRAY(
                                SELECT ROW('vector', s.document_id, s.subject_id,
                                           (pg_catalog.row_number() OVER (ORDER BY s.distance, s.subject_id))::integer,
-                                          s.distance::double precision)::dm_private.recall_branch_hit
+                                          s.distance::double precision, s.row_tid)::dm_private.recall_branch_hit
                                FROM scored AS s
                                ORDER BY s.distance, s.subject_id),
                            (SELECT n.distance FROM nearest AS n OFFSET prefix - 1 LIMIT 1)
@@ -579,7 +584,7 @@ BEGIN
                         ORDER BY distance
                         LIMIT prefix),
                     scored AS (
-                        SELECT d.document_id, d.subject_id, n.distance
+                        SELECT d.document_id, d.subject_id, d.ctid AS row_tid, n.distance
                         FROM nearest AS n
                         JOIN dm_private.search_documents AS d ON d.team_id = team AND d.document_id = n.document_id
                         WHERE d.document_version = n.document_version
@@ -605,7 +610,7 @@ BEGIN
                     SELECT ARRAY(
                                SELECT ROW('vector', s.document_id, s.subject_id,
                                           (pg_catalog.row_number() OVER (ORDER BY s.distance, s.subject_id))::integer,
-                                          s.distance::double precision)::dm_private.recall_branch_hit
+                                          s.distance::double precision, s.row_tid)::dm_private.recall_branch_hit
                                FROM scored AS s
                                ORDER BY s.distance, s.subject_id),
                            (SELECT n.distance FROM nearest AS n OFFSET prefix - 1 LIMIT 1)
@@ -620,7 +625,7 @@ BEGIN
         END IF;
         IF window_is_small OR (pg_catalog.cardinality(hits) < cap AND prefix_last IS NOT NULL) THEN
             WITH eligible AS MATERIALIZED (
-                SELECT d.document_id, d.subject_id, d.document_version, d.source_version
+                SELECT d.document_id, d.subject_id, d.document_version, d.source_version, d.ctid AS row_tid
                 FROM dm_private.search_documents AS d
                 WHERE d.team_id = team
                   AND d.subject_kind = 'evidence'
@@ -640,7 +645,7 @@ BEGIN
                                           AND (window_to IS NULL OR d.source_created_at <= window_to)))
                   AND d.subject_id <> ALL (known_ids)),
             scored AS (
-                SELECT el.document_id, el.subject_id, e.embedding OPERATOR(public.<=>) q AS distance
+                SELECT el.document_id, el.subject_id, el.row_tid, e.embedding OPERATOR(public.<=>) q AS distance
                 FROM eligible AS el
                 JOIN dm_private.document_embeddings AS e
                   ON e.team_id = team AND e.document_id = el.document_id AND e.contract_id = chosen.contract_id
@@ -651,7 +656,7 @@ BEGIN
             SELECT ARRAY(
                        SELECT ROW('vector', s.document_id, s.subject_id,
                                   (pg_catalog.row_number() OVER (ORDER BY s.distance, s.subject_id))::integer,
-                                  s.distance::double precision)::dm_private.recall_branch_hit
+                                  s.distance::double precision, s.row_tid)::dm_private.recall_branch_hit
                        FROM scored AS s
                        ORDER BY s.distance, s.subject_id)
             INTO hits;
@@ -684,12 +689,12 @@ BEGIN
         -- (about 0.7 M instructions of a 7.8 M call on the 1M bench's large
         -- teams). Same plan, same rows.
         setting := pg_catalog.set_config('plan_cache_mode', 'force_custom_plan', true);
-        SELECT pg_catalog.array_agg(ROW(h.branch, h.document_id, h.evidence_id, h.branch_rank, h.branch_score)
-                                    ::dm_private.recall_branch_hit ORDER BY h.branch_rank)
+        SELECT pg_catalog.array_agg(ROW(h.branch, h.document_id, h.evidence_id, h.branch_rank, h.branch_score,
+                                        h.row_tid)::dm_private.recall_branch_hit ORDER BY h.branch_rank)
         INTO hits
         FROM (
             WITH nearest AS MATERIALIZED (
-                SELECT d.document_id, d.subject_id,
+                SELECT d.document_id, d.subject_id, d.ctid AS row_tid,
                        ((e.embedding)::public.halfvec(384) OPERATOR(public.<=>) q) AS distance
                 FROM dm_private.document_embeddings AS e
                 JOIN dm_private.search_documents AS d ON d.team_id = e.team_id AND d.document_id = e.document_id
@@ -716,13 +721,14 @@ BEGIN
                 LIMIT cap)
             SELECT 'vector'::text AS branch, n.document_id, n.subject_id AS evidence_id,
                    (pg_catalog.row_number() OVER (ORDER BY n.distance OPERATOR(pg_catalog.+) 0, n.subject_id))::integer AS branch_rank,
-                   n.distance::double precision AS branch_score
+                   n.distance::double precision AS branch_score, n.row_tid
             FROM nearest AS n
             ORDER BY n.distance OPERATOR(pg_catalog.+) 0, n.subject_id) AS h;
         setting := pg_catalog.set_config('plan_cache_mode', 'force_generic_plan', true);
     ELSE
         statement := dm_private.recall_vector_sql(team, chosen.contract_id, chosen.dimensions, path);
-        EXECUTE 'SELECT pg_catalog.array_agg(ROW(h.branch, h.document_id, h.evidence_id, h.branch_rank, h.branch_score)'
+        EXECUTE 'SELECT pg_catalog.array_agg(ROW(h.branch, h.document_id, h.evidence_id, h.branch_rank, h.branch_score, '
+                'h.row_tid)'
                 '::dm_private.recall_branch_hit ORDER BY h.branch_rank) FROM (' || statement || ') AS h'
             INTO hits
             USING q, cap, valid_at, known_at, scopes, source_groups, memory_types, created_after, created_before,
@@ -848,9 +854,9 @@ AS $walk$
     SELECT ARRAY(
         SELECT ROW('vector', n.document_id, n.subject_id,
                    (pg_catalog.row_number() OVER (ORDER BY n.distance OPERATOR(pg_catalog.+) 0, n.subject_id))::integer,
-                   n.distance)::dm_private.recall_branch_hit
+                   n.distance, n.row_tid)::dm_private.recall_branch_hit
         FROM (
-            SELECT d.document_id, d.subject_id,
+            SELECT d.document_id, d.subject_id, d.ctid AS row_tid,
                    ((e.embedding)::public.halfvec(%2$s) OPERATOR(public.<=>) $1) AS distance
             FROM dm_private.document_embeddings AS e
             JOIN dm_private.search_documents AS d ON d.team_id = e.team_id AND d.document_id = e.document_id

@@ -94,6 +94,7 @@ BEGIN
         -- reported whatever its position.
         WITH per_evidence AS (
             SELECT h.evidence_id, pg_catalog.any_value(h.document_id) AS document_id,
+                   pg_catalog.any_value(h.row_tid) AS row_tid,
                    pg_catalog.min(h.branch_rank) FILTER (WHERE h.branch = 'fulltext') AS fulltext_rank,
                    pg_catalog.min(h.branch_rank) FILTER (WHERE h.branch = 'vector') AS vector_rank,
                    pg_catalog.min(h.branch_rank) FILTER (WHERE h.branch = 'exact') AS exact_rank,
@@ -121,7 +122,8 @@ BEGIN
                    o.document_id, o.evidence_id,
                    (o.total - o.position + 1)::double precision / o.total,
                    (o.total - o.position + 1)::double precision / o.total,
-                   o.fulltext_rank::integer, o.vector_rank::integer, o.exact_rank::integer, o.position::integer
+                   o.fulltext_rank::integer, o.vector_rank::integer, o.exact_rank::integer, o.position::integer,
+                   o.row_tid
                )::dm_private.recall_fused) FILTER (WHERE o.position <= cap),
                pg_catalog.bool_or(o.unknown_branch)
         INTO fused, unknown_branch
@@ -140,12 +142,14 @@ BEGIN
         -- each comparison to the sort's tie-break: +0.4 M.)
         SELECT pg_catalog.array_agg(ROW(
                    o.document_id, o.evidence_id, o.rrf, NULL::double precision,
-                   o.fulltext_rank::integer, o.vector_rank::integer, o.exact_rank::integer, NULL::integer
+                   o.fulltext_rank::integer, o.vector_rank::integer, o.exact_rank::integer, NULL::integer,
+                   o.row_tid
                )::dm_private.recall_fused),
                pg_catalog.bool_or(o.unknown_branch), pg_catalog.max(o.rrf), pg_catalog.min(o.rrf)
         INTO fused, unknown_branch, best_score, worst_score
         FROM (
             SELECT h.evidence_id, pg_catalog.any_value(h.document_id) AS document_id,
+                   pg_catalog.any_value(h.row_tid) AS row_tid,
                    pg_catalog.min(h.branch_rank) FILTER (WHERE h.branch = 'fulltext') AS fulltext_rank,
                    pg_catalog.min(h.branch_rank) FILTER (WHERE h.branch = 'vector') AS vector_rank,
                    pg_catalog.min(h.branch_rank) FILTER (WHERE h.branch = 'exact') AS exact_rank,
@@ -244,7 +248,7 @@ BEGIN
     END IF;
     SELECT pg_catalog.array_agg(ROW(
                o.document_id, o.evidence_id, o.rrf, NULL::double precision,
-               o.fulltext_rank, o.vector_rank, NULL::integer, NULL::integer
+               o.fulltext_rank, o.vector_rank, NULL::integer, NULL::integer, o.row_tid
            )::dm_private.recall_fused),
            pg_catalog.max(o.rrf), pg_catalog.min(o.rrf)
     INTO fused, best_score, worst_score
@@ -252,16 +256,20 @@ BEGIN
         SELECT COALESCE(f.evidence_id, v.evidence_id) AS evidence_id,
                COALESCE(f.document_id, v.document_id) AS document_id,
                f.branch_rank AS fulltext_rank, v.branch_rank AS vector_rank,
+               -- the first branch's address that is set, as the core's
+               -- any_value reads the concatenation (a hint the ranking checks)
+               COALESCE(f.row_tid, v.row_tid) AS row_tid,
                COALESCE(w_fulltext / (k + f.branch_rank), 0) + 0::double precision
                + COALESCE(w_vector / (k + v.branch_rank), 0) AS rrf
-        FROM (SELECT h.evidence_id, h.document_id, h.branch_rank FROM pg_catalog.unnest(fulltext_hits) AS h
+        FROM (SELECT h.evidence_id, h.document_id, h.branch_rank, h.row_tid FROM pg_catalog.unnest(fulltext_hits) AS h
               WHERE h.evidence_id IS NOT NULL) AS f
-        FULL JOIN (SELECT h.evidence_id, h.document_id, h.branch_rank FROM pg_catalog.unnest(vector_hits) AS h
+        FULL JOIN (SELECT h.evidence_id, h.document_id, h.branch_rank, h.row_tid
+                   FROM pg_catalog.unnest(vector_hits) AS h
                    WHERE h.evidence_id IS NOT NULL) AS v ON v.evidence_id = f.evidence_id
         -- the core's order (score descending, then evidence_id) by the
         -- output columns: the score is computed once per row, not again as
         -- a sort key (0.09 M instructions per call)
-        ORDER BY 5 DESC, 1
+        ORDER BY 6 DESC, 1
         -- (the core's cut: with cap below 1 it keeps one row for its
         -- scores and returns no candidate)
         LIMIT GREATEST(cap, 1)
@@ -301,11 +309,11 @@ AS $$
                COALESCE(f.relevance,
                         CASE WHEN best_score = worst_score THEN 1.0
                              ELSE (f.fused_score - worst_score) / (best_score - worst_score) END),
-               f.fulltext_rank, f.vector_rank, f.exact_rank, COALESCE(f.fusion_rank, f.position::integer)
+               f.fulltext_rank, f.vector_rank, f.exact_rank, COALESCE(f.fusion_rank, f.position::integer), f.row_tid
            )::dm_private.recall_fused ORDER BY f.position), '{}')
     FROM pg_catalog.unnest(fused) WITH ORDINALITY
         AS f (document_id, evidence_id, fused_score, relevance, fulltext_rank, vector_rank, exact_rank, fusion_rank,
-              position)
+              row_tid, position)
 $$;
 COMMENT ON FUNCTION dm_private.recall_fuse_normalised(dm_private.recall_fused [], double precision, double precision) IS
 'The fusion core''s rows completed: relevance missing = min-max of fused_score between best_score and worst_score (1 when equal), fusion_rank missing = position in the array.';

@@ -172,16 +172,37 @@ AS $$
             -- use, each deforming the composite again (0.1 M instructions per
             -- bench call; the function scan costs 0.06 M of that back)
             FROM pg_catalog.unnest(fused) AS u
-            JOIN dm_private.search_documents AS x
-              -- by the document's id: the hash index of migration 0072 (one
-              -- bucket page per candidate instead of a B-tree descent comparing
-              -- two uuids per step: 0.7 M instructions less per ranking call,
-              -- session 11), the team test on the row it returns. Not the
-              -- subject key's uuid, enum and uuid (the subject test, IS TRUE,
-              -- is a filter: not an index condition)
-              ON x.team_id = team AND x.document_id = u.document_id
-             AND (x.subject_id = u.evidence_id) IS TRUE
-            WHERE x.subject_kind = 'evidence'
+            -- Each candidate's document (session 17): the row at the heap
+            -- address where the branch read it (recall_fused.row_tid,
+            -- migration 0094), by a Tid Scan of a page the branch has just
+            -- read, when that row is visible to this statement and is the
+            -- candidate's document in the team; a snapshot sees one version
+            -- of a row, so it is the row the document's id finds. Otherwise
+            -- (no address, or the document changed since the branch read
+            -- it) by the document's id: the hash index of migration 0072
+            -- (one bucket page per candidate instead of a B-tree descent
+            -- comparing two uuids per step, session 11). LIMIT 1 over the
+            -- two: the second is not run once the first returns its row.
+            -- The address spares the index probe, whose bucket pages were
+            -- cold in the CPU caches on every call at 1M (nothing else
+            -- reads that index): docs/RECALL.md, "Ranking (session 17)".
+            CROSS JOIN LATERAL (
+                (SELECT t.memory_type, t.source_created_at, t.sequence_number, t.source_group,
+                        t.document_version, t.source_version, t.importance, t.confidence, t.body,
+                        t.search_vector, t.subject_id, t.subject_kind, t.policy_labels
+                 FROM dm_private.search_documents AS t
+                 WHERE t.ctid = u.row_tid AND t.team_id = team AND t.document_id = u.document_id)
+                UNION ALL
+                (SELECT y.memory_type, y.source_created_at, y.sequence_number, y.source_group,
+                        y.document_version, y.source_version, y.importance, y.confidence, y.body,
+                        y.search_vector, y.subject_id, y.subject_kind, y.policy_labels
+                 FROM dm_private.search_documents AS y
+                 WHERE y.team_id = team AND y.document_id = u.document_id)
+                LIMIT 1
+            ) AS x
+            -- (the subject test, IS TRUE, as on the joined row before)
+            WHERE (x.subject_id = u.evidence_id) IS TRUE
+              AND x.subject_kind = 'evidence'
               AND x.policy_labels <@ scopes
         ) AS a
         -- OFFSET 0 keeps this a subquery of its own: pulled up, each

@@ -617,6 +617,8 @@ BEGIN
     IF NOT with_explain THEN
         RETURN answer;
     END IF;
+    -- (the heap addresses a branch hit and a fused candidate carry for the
+    -- ranking, migration 0094, are left out: a physical detail of one read)
     explain := pg_catalog.jsonb_build_object(
         'request', req,
         'parsed', parsed,
@@ -625,13 +627,13 @@ BEGIN
         'settings', settings,
         'vector_access_path', CASE WHEN vector_path IS NULL THEN NULL ELSE pg_catalog.to_jsonb(vector_path) END,
         'branches', pg_catalog.jsonb_build_object(
-            'fulltext', COALESCE((SELECT pg_catalog.jsonb_agg(h.item ORDER BY (h.item ->> 'branch_rank')::integer)
+            'fulltext', COALESCE((SELECT pg_catalog.jsonb_agg(h.item - 'row_tid' ORDER BY (h.item ->> 'branch_rank')::integer)
                                   FROM pg_catalog.jsonb_array_elements(first_hits[1]) AS h (item)), '[]'),
-            'exact', COALESCE((SELECT pg_catalog.jsonb_agg(h.item ORDER BY (h.item ->> 'branch_rank')::integer)
+            'exact', COALESCE((SELECT pg_catalog.jsonb_agg(h.item - 'row_tid' ORDER BY (h.item ->> 'branch_rank')::integer)
                                FROM pg_catalog.jsonb_array_elements(first_hits[2]) AS h (item)), '[]'),
-            'vector', COALESCE((SELECT pg_catalog.jsonb_agg(h.item ORDER BY (h.item ->> 'branch_rank')::integer)
+            'vector', COALESCE((SELECT pg_catalog.jsonb_agg(h.item - 'row_tid' ORDER BY (h.item ->> 'branch_rank')::integer)
                                 FROM pg_catalog.jsonb_array_elements(first_hits[3]) AS h (item)), '[]')),
-        'fused', COALESCE((SELECT pg_catalog.jsonb_agg(pg_catalog.to_jsonb(f) ORDER BY f.fusion_rank)
+        'fused', COALESCE((SELECT pg_catalog.jsonb_agg(pg_catalog.to_jsonb(f) - 'row_tid' ORDER BY f.fusion_rank)
                            FROM pg_catalog.unnest(first_fused) AS f), '[]'),
         'scored', COALESCE((SELECT pg_catalog.jsonb_agg(pg_catalog.to_jsonb(s) - 'body_key' ORDER BY s.score_rank)
                             FROM pg_catalog.unnest(scored_all[1:first_scored]) AS s), '[]'),

@@ -58,19 +58,19 @@ SELECT is((SELECT count(*)::integer FROM dm_private.search_index_profiles WHERE 
 SELECT is(
     (SELECT pg_catalog.array_agg(f.evidence_id ORDER BY f.fusion_rank)
      FROM dm_private.recall_fuse(ARRAY[
-         ROW('fulltext', '00000000-0000-0000-0000-0000000000d1', '00000000-0000-0000-0000-0000000000e1', 1, 0.5),
-         ROW('fulltext', '00000000-0000-0000-0000-0000000000d2', '00000000-0000-0000-0000-0000000000e2', 2, 0.4),
-         ROW('vector', '00000000-0000-0000-0000-0000000000d2', '00000000-0000-0000-0000-0000000000e2', 1, 0.1),
-         ROW('vector', '00000000-0000-0000-0000-0000000000d2', '00000000-0000-0000-0000-0000000000e2', 3, 0.3)
+         ROW('fulltext', '00000000-0000-0000-0000-0000000000d1', '00000000-0000-0000-0000-0000000000e1', 1, 0.5, NULL),
+         ROW('fulltext', '00000000-0000-0000-0000-0000000000d2', '00000000-0000-0000-0000-0000000000e2', 2, 0.4, NULL),
+         ROW('vector', '00000000-0000-0000-0000-0000000000d2', '00000000-0000-0000-0000-0000000000e2', 1, 0.1, NULL),
+         ROW('vector', '00000000-0000-0000-0000-0000000000d2', '00000000-0000-0000-0000-0000000000e2', 3, 0.3, NULL)
      ]::dm_private.recall_branch_hit [], '{"fusion": {"method": "rrf", "rrf_k": 60}}') AS f),
     ARRAY['00000000-0000-0000-0000-0000000000e2', '00000000-0000-0000-0000-0000000000e1']::uuid [],
     'RRF puts the evidence both branches found first; a repeated hit counts once');
 SELECT is(
     (SELECT pg_catalog.array_agg(f.evidence_id ORDER BY f.fusion_rank)
      FROM dm_private.recall_fuse(ARRAY[
-         ROW('fulltext', '00000000-0000-0000-0000-0000000000d1', '00000000-0000-0000-0000-0000000000e1', 1, 0.5),
-         ROW('vector', '00000000-0000-0000-0000-0000000000d2', '00000000-0000-0000-0000-0000000000e2', 1, 0.1),
-         ROW('vector', '00000000-0000-0000-0000-0000000000d1', '00000000-0000-0000-0000-0000000000e1', 2, 0.2)
+         ROW('fulltext', '00000000-0000-0000-0000-0000000000d1', '00000000-0000-0000-0000-0000000000e1', 1, 0.5, NULL),
+         ROW('vector', '00000000-0000-0000-0000-0000000000d2', '00000000-0000-0000-0000-0000000000e2', 1, 0.1, NULL),
+         ROW('vector', '00000000-0000-0000-0000-0000000000d1', '00000000-0000-0000-0000-0000000000e1', 2, 0.2, NULL)
      ]::dm_private.recall_branch_hit [],
      '{"fusion": {"method": "priority", "branch_priority": ["vector", "fulltext"]}}') AS f),
     ARRAY['00000000-0000-0000-0000-0000000000e2', '00000000-0000-0000-0000-0000000000e1']::uuid [],
@@ -78,10 +78,10 @@ SELECT is(
 SELECT is(
     (SELECT pg_catalog.array_agg(f.relevance ORDER BY f.fusion_rank)
      FROM dm_private.recall_fuse(ARRAY[
-         ROW('fulltext', '00000000-0000-0000-0000-0000000000d1', '00000000-0000-0000-0000-0000000000e1', 1, 0.5),
-         ROW('exact', '00000000-0000-0000-0000-0000000000d2', '00000000-0000-0000-0000-0000000000e2', 1, 1.0),
-         ROW('vector', '00000000-0000-0000-0000-0000000000d2', '00000000-0000-0000-0000-0000000000e2', 2, 0.2),
-         ROW('vector', '00000000-0000-0000-0000-0000000000d3', '00000000-0000-0000-0000-0000000000e3', 1, 0.1)
+         ROW('fulltext', '00000000-0000-0000-0000-0000000000d1', '00000000-0000-0000-0000-0000000000e1', 1, 0.5, NULL),
+         ROW('exact', '00000000-0000-0000-0000-0000000000d2', '00000000-0000-0000-0000-0000000000e2', 1, 1.0, NULL),
+         ROW('vector', '00000000-0000-0000-0000-0000000000d2', '00000000-0000-0000-0000-0000000000e2', 2, 0.2, NULL),
+         ROW('vector', '00000000-0000-0000-0000-0000000000d3', '00000000-0000-0000-0000-0000000000e3', 1, 0.1, NULL)
      ]::dm_private.recall_branch_hit [],
      '{"fusion": {"method": "rrf", "rrf_k": 1, "branch_weights": {"exact": 2.0}}}') AS f),
     -- e2: 2/(1+1) + 1/(1+2) = 1.333; e1 and e3: 1/(1+1) = 0.5 (tie, by evidence_id)
@@ -89,7 +89,7 @@ SELECT is(
     'RRF adds each branch''s weighted term; relevance is min-max over the kept candidates');
 SELECT throws_ok(
     $$SELECT * FROM dm_private.recall_fuse(ARRAY[
-          ROW('keyword', '00000000-0000-0000-0000-0000000000d1', '00000000-0000-0000-0000-0000000000e1', 1, 0.5)
+          ROW('keyword', '00000000-0000-0000-0000-0000000000d1', '00000000-0000-0000-0000-0000000000e1', 1, 0.5, NULL)
       ]::dm_private.recall_branch_hit [], '{}')$$,
     '22023', NULL, 'a hit of a branch fusion does not know is refused');
 

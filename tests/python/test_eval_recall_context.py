@@ -218,7 +218,7 @@ def _rerank_rows(
         cur.execute(
             "WITH input AS ("
             " SELECT pg_catalog.array_agg(ROW(d.document_id, d.subject_id, 1.0 / d.n, (d.n %% 7) / 6.0,"
-            "        d.n, NULL, NULL, d.n)::dm_private.recall_fused ORDER BY d.n) AS fused"
+            "        d.n, NULL, NULL, d.n, NULL)::dm_private.recall_fused ORDER BY d.n) AS fused"
             " FROM (SELECT x.document_id, x.subject_id,"
             "              row_number() OVER (ORDER BY x.sequence_number)::integer AS n"
             "       FROM dm_private.search_documents AS x"

@@ -98,7 +98,7 @@ def _hits(rng: random.Random, evidence: list[uuid.UUID], branches: tuple[str, ..
     for branch_name, hit_evidence, hit_rank in rows:
         ev_text = "" if hit_evidence is None else str(hit_evidence)
         doc_text = "" if hit_evidence is None else str(uuid.uuid5(uuid.NAMESPACE_OID, ev_text))
-        parts.append(f'"({branch_name},{doc_text},{ev_text},{hit_rank},{rng.random()})"')
+        parts.append(f'"({branch_name},{doc_text},{ev_text},{hit_rank},{rng.random()},)"')
     return "{" + ",".join(parts) + "}"
 
 
@@ -169,8 +169,8 @@ def test_unknown_branch_is_refused_even_when_cut_by_the_cap(
     admin_conn: Conn, settings: str, function: str
 ) -> None:
     hits = (
-        '{"(fulltext,00000000-0000-0000-0000-0000000000d1,00000000-0000-0000-0000-0000000000e1,1,0.5)",'
-        '"(keyword,00000000-0000-0000-0000-0000000000d2,00000000-0000-0000-0000-0000000000e2,9,0.1)"}'
+        '{"(fulltext,00000000-0000-0000-0000-0000000000d1,00000000-0000-0000-0000-0000000000e1,1,0.5,)",'
+        '"(keyword,00000000-0000-0000-0000-0000000000d2,00000000-0000-0000-0000-0000000000e2,9,0.1,)"}'
     )
     with pytest.raises(psycopg.Error) as raised:
         admin_conn.execute(

@@ -42,9 +42,9 @@ def _branch(rng: random.Random, branch: str, evidence: list[uuid.UUID], ties: bo
     for position, ev in enumerate(chosen, start=1):
         rank = rank if ties and position > 1 and rng.random() < 0.3 else position
         doc = uuid.uuid5(uuid.NAMESPACE_OID, f"{branch}{ev}" if rng.random() < 0.05 else str(ev))
-        parts.append(f'"({branch},{doc},{ev},{rank},{rng.random()})"')
+        parts.append(f'"({branch},{doc},{ev},{rank},{rng.random()},)"')
     if rng.random() < 0.1:  # a hit without an evidence id is not fused
-        parts.insert(rng.randint(0, len(parts)), f'"({branch},{uuid.uuid4()},,1,0.5)"')
+        parts.insert(rng.randint(0, len(parts)), f'"({branch},{uuid.uuid4()},,1,0.5,)"')
     return "{" + ",".join(parts) + "}"
 
 
@@ -97,7 +97,7 @@ def test_empty_branches_and_a_failing_score_behave_as_the_core(admin_conn: Conn)
     row = admin_conn.execute(COMPARE, {"ft": "{}", "ex": "{}", "vh": "{}", "settings": "{}"}).fetchone()
     assert row is not None
     assert row[0] == row[1] == "({},,)"
-    hits = '{"(fulltext,00000000-0000-0000-0000-0000000000d1,00000000-0000-0000-0000-0000000000e1,1,0.5)"}'
+    hits = '{"(fulltext,00000000-0000-0000-0000-0000000000d1,00000000-0000-0000-0000-0000000000e1,1,0.5,)"}'
     for call in ("recall_fuse_branches(h, '{}', '{}', s)", "recall_fuse_ordered(h, s)"):
         with pytest.raises(psycopg.Error) as raised:
             admin_conn.execute(

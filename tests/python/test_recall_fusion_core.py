@@ -28,7 +28,7 @@ Conn = psycopg.Connection[Any]
 
 HITS = """
 SELECT pg_catalog.array_agg(
-    ROW(b.branch, d.document_id, d.subject_id, b.rank, 0.5)::dm_private.recall_branch_hit)
+    ROW(b.branch, d.document_id, d.subject_id, b.rank, 0.5, NULL)::dm_private.recall_branch_hit)
 FROM ROWS FROM (pg_catalog.unnest(%(branches)s::text []), pg_catalog.unnest(%(ids)s::uuid []),
                 pg_catalog.unnest(%(ranks)s::integer [])) AS b (branch, id, rank)
 JOIN dm_private.search_documents AS d

@@ -35,7 +35,7 @@ FUSED = """
 SELECT pg_catalog.array_agg(ROW(d.document_id, d.subject_id, s.relevance, s.relevance,
            CASE WHEN s.ord %% 2 = 0 THEN s.ord::integer END,
            CASE WHEN s.ord %% 3 <> 0 THEN s.ord::integer END,
-           NULL, s.ord::integer)::dm_private.recall_fused ORDER BY s.ord)
+           NULL, s.ord::integer, NULL)::dm_private.recall_fused ORDER BY s.ord)
 FROM ROWS FROM (pg_catalog.unnest(%(ids)s::uuid []), pg_catalog.unnest(%(rel)s::double precision []))
      WITH ORDINALITY AS s (id, relevance, ord)
 JOIN dm_private.search_documents AS d

@@ -76,7 +76,7 @@ ANCHOR_SETS: list[list[str]] = [
 
 FUSED = """
 SELECT pg_catalog.array_agg(ROW(d.document_id, d.subject_id, 1.0 / s.ord, 1.0 / s.ord, s.ord::integer, NULL,
-           NULL, s.ord::integer)::dm_private.recall_fused ORDER BY s.ord)
+           NULL, s.ord::integer, NULL)::dm_private.recall_fused ORDER BY s.ord)
 FROM pg_catalog.unnest(%(ids)s::uuid []) WITH ORDINALITY AS s (id, ord)
 JOIN dm_private.search_documents AS d
   ON d.team_id = %(team)s AND d.subject_kind = 'evidence' AND d.subject_id = s.id

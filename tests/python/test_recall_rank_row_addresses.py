@@ -1,0 +1,151 @@
+"""dm_private.recall_rank reads each candidate's document at the heap address its branch carried (session 17).
+
+The address (recall_fused.row_tid, migration 0094) is a hint: the ranking uses the row there only when it
+is visible and is the candidate's document in the team, and otherwise reads the document by id. So the
+answer must be the same bytes whatever the addresses say: right, missing, another document's of the
+team, another team's row, no row at all, or the address of a version the document has since left.
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+from typing import Any
+
+import psycopg
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from psycopg.types.json import Jsonb
+from test_recall_rank import FUSED, RANK, corpus, fetch
+from test_recall_support import ingest, make_team
+
+Conn = psycopg.Connection[Any]
+
+# the fused list with each candidate's address set by `kind`: 0 none, 1 its document's row, 2 another
+# document's row of the team, 3 a row of another team, 4 an address with no row
+ADDRESSED = """
+SELECT pg_catalog.array_agg(ROW(f.document_id, f.evidence_id, f.fused_score, f.relevance, f.fulltext_rank,
+           f.vector_rank, f.exact_rank, f.fusion_rank,
+           CASE c.kind
+               WHEN 1 THEN (SELECT d.ctid FROM dm_private.search_documents AS d
+                            WHERE d.team_id = %(team)s AND d.document_id = f.document_id)
+               WHEN 2 THEN (SELECT d.ctid FROM dm_private.search_documents AS d
+                            WHERE d.team_id = %(team)s AND d.document_id <> f.document_id
+                            ORDER BY d.document_id LIMIT 1)
+               WHEN 3 THEN (SELECT d.ctid FROM dm_private.search_documents AS d
+                            WHERE d.team_id = %(other)s ORDER BY d.document_id LIMIT 1)
+               WHEN 4 THEN '(4294967294,1)'::tid
+           END)::dm_private.recall_fused ORDER BY f.o)
+FROM pg_catalog.unnest(%(fused)s::dm_private.recall_fused []) WITH ORDINALITY
+     AS f (document_id, evidence_id, fused_score, relevance, fulltext_rank, vector_rank, exact_rank,
+           fusion_rank, row_tid, o)
+JOIN pg_catalog.unnest(%(kinds)s::integer []) WITH ORDINALITY AS c (kind, o) ON c.o = f.o
+"""
+
+
+def other_team(conn: Conn) -> uuid.UUID:
+    row = conn.execute("SELECT team_id FROM dm_private.teams WHERE name = 'rank-addresses-other'").fetchone()
+    if row is not None:
+        return uuid.UUID(str(row[0]))
+    team, profile = make_team(conn, "rank-addresses-other")
+    ingest(conn, team, profile, [{"text": "Another team's note about the cache and the token."}])
+    return team
+
+
+def addressed(conn: Conn, team: uuid.UUID, fused: str, kinds: list[int]) -> str:
+    row = conn.execute(
+        ADDRESSED, {"team": team, "other": other_team(conn), "fused": fused, "kinds": kinds}
+    ).fetchone()
+    assert row is not None
+    return str(row[0]) if row[0] is not None else "{}"
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    seed=st.integers(min_value=0, max_value=10**6),
+    size=st.integers(min_value=1, max_value=48),
+    want=st.integers(min_value=1, max_value=25),
+    context=st.sampled_from([None, (0.3, 2)]),
+    query=st.sampled_from(["rotate the certificate", "cache latency", "", "backup", "token -cache"]),
+    extra=st.sampled_from([{}, {"phrases": ["deploy cache"]}, {"anchors": ["token"]}]),
+    mixing=st.sampled_from(["right", "none", "mixed"]),
+)
+def test_the_answer_does_not_depend_on_the_addresses(
+    admin_conn: Conn,
+    seed: int,
+    size: int,
+    want: int,
+    context: tuple[float, int] | None,
+    query: str,
+    extra: dict[str, Any],
+    mixing: str,
+) -> None:
+    team, ids = corpus(admin_conn)
+    rng = random.Random(seed)
+    chosen = rng.sample(ids, min(size, len(ids)))
+    relevance = sorted((rng.uniform(0.0, 1.0) for _ in chosen), reverse=True)
+    fused = admin_conn.execute(FUSED, {"ids": chosen, "rel": relevance, "team": team}).fetchone()
+    assert fused is not None and fused[0] is not None
+    kinds = {"right": [1] * len(chosen), "none": [0] * len(chosen)}.get(mixing) or [
+        rng.choice([0, 1, 2, 3, 4]) for _ in chosen
+    ]
+    with_addresses = addressed(admin_conn, team, fused[0], kinds)
+    profile: dict[str, Any] = {
+        "mmr": {"lambda": 0.7, "duplicate_similarity": 0.97, "pool": 30},
+        "relevance_mix": {"fusion": 0.8, "phrase": 0.1, "exact_terms": 0.3, "content": 0.3},
+        "half_life_days": {"conversation": 2, "episodic": 90},
+    }
+    if context is not None:
+        profile["context"] = {"weight": context[0], "radius": context[1]}
+    params = {
+        "team": team,
+        "query": query,
+        "req": Jsonb({"now": "2026-01-20T00:00:00+00:00", **extra}),
+        "settings": Jsonb(profile),
+        "want": want,
+    }
+    for explain in (False, True):
+        by_id = fetch(admin_conn, team, RANK, {**params, "fused": fused[0], "explain": explain})
+        got = fetch(admin_conn, team, RANK, {**params, "fused": with_addresses, "explain": explain})
+        assert got == by_id
+
+
+def test_an_address_the_document_has_left_is_not_read(admin_conn: Conn) -> None:
+    """The documents are updated after their addresses were taken (a new row version elsewhere, as when a
+    text is edited between a branch's read and the ranking): the ranking scores the current rows, as by id,
+    whatever the rows left at the old addresses say."""
+    team, ids = corpus(admin_conn)
+    fused = admin_conn.execute(
+        FUSED, {"ids": ids, "rel": [1.0 - i / 100 for i in range(len(ids))], "team": team}
+    ).fetchone()
+    assert fused is not None
+    stale = addressed(admin_conn, team, fused[0], [1] * len(ids))
+    params = {
+        "team": team,
+        "query": "cache",
+        "req": Jsonb({"now": "2026-01-20T00:00:00+00:00"}),
+        "settings": Jsonb({"weights": {"relevance": 0, "recency": 0, "importance": 1, "frequency": 0}}),
+        "want": 10,
+        "explain": False,
+    }
+    before = fetch(admin_conn, team, RANK, {**params, "fused": stale})
+    with admin_conn.transaction(force_rollback=True):
+        # reverse the importance order: the rows at the old addresses keep the old values
+        moved = admin_conn.execute(
+            "UPDATE dm_private.search_documents SET importance = 1 - COALESCE(importance, 0.5) "
+            "WHERE team_id = %s AND subject_kind = 'evidence'",
+            (team,),
+        ).rowcount
+        assert moved == len(ids)
+        left = admin_conn.execute(
+            "SELECT count(*) FROM dm_private.search_documents AS d WHERE d.team_id = %s AND d.ctid = ANY "
+            "(SELECT f.row_tid FROM pg_catalog.unnest(%s::dm_private.recall_fused []) AS f)",
+            (team, stale),
+        ).fetchone()
+        assert left == (0,), "some document kept its address: the case tests nothing"
+        admin_conn.execute("RESET ROLE")
+        after_by_id = fetch(admin_conn, team, RANK, {**params, "fused": fused[0]})
+        admin_conn.execute("RESET ROLE")
+        after = fetch(admin_conn, team, RANK, {**params, "fused": stale})
+    assert after == after_by_id
+    assert after["ordered_ids"] != before["ordered_ids"], "the update changed no order: nothing tested"
