@@ -1,7 +1,8 @@
 -- 0094: a branch hit and a fused candidate carry the heap address (ctid) at
 -- which the branch read the candidate's search document.
 --
--- Why (session 17, docs/RECALL.md "Ranking (session 17)"): the ranking read
+-- Why (sessions 17 and 18, docs/RECALL.md "Ranking (session 17)" and
+-- "Ranking (session 18)"): the ranking read
 -- each of its ~100 fused candidates' search_documents rows again by the
 -- document's id through the hash index of migration 0072. The branches had
 -- just read those rows, but not through that index: on the 1M bench its
@@ -17,6 +18,15 @@
 -- snapshot sees: the row the document id would find); otherwise (the
 -- document was updated since the branch read it, or a caller built the list
 -- without addresses) it reads the document by id as before.
+-- Cost and gain (session 18, 1M bench, one server): the ranking alone
+-- (the bench's 200 inputs, 12 rotated rounds, /tmp/s18/rankab.py) p50
+-- 0.714 -> 0.635 ms and p95 0.828 -> 0.739 ms (medians of the rounds);
+-- carrying the addresses costs a recall +0.25 to +0.33 M instructions
+-- (callgrind, 20 queries per team-size bucket, +2 %), and the whole recall
+-- measured no slower in wall-clock time (one server, the branch and ranking
+-- files swapped, 40 bench queries per bucket: eight rotated A/B runs, five
+-- with session 17's fetch and three with session 18's, /tmp/s18/abswitch2.py
+-- and abswitch3.py; overall p50 -0.30 to 0.00 ms).
 -- Carrying the scoring features themselves instead was measured and not
 -- kept: computing them for the ~200 branch hits cost every recall more than
 -- the ranking saved (1M bench: +1.5 M instructions and +0.1-0.35 ms p50 per

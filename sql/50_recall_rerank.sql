@@ -181,24 +181,44 @@ AS $$
             -- (no address, or the document changed since the branch read
             -- it) by the document's id: the hash index of migration 0072
             -- (one bucket page per candidate instead of a B-tree descent
-            -- comparing two uuids per step, session 11). LIMIT 1 over the
-            -- two: the second is not run once the first returns its row.
-            -- The address spares the index probe, whose bucket pages were
-            -- cold in the CPU caches on every call at 1M (nothing else
-            -- reads that index): docs/RECALL.md, "Ranking (session 17)".
+            -- comparing two uuids per step, session 11). The address spares
+            -- the index probe, whose bucket pages were cold in the CPU caches
+            -- on every call at 1M (nothing else reads that index):
+            -- docs/RECALL.md, "Ranking (session 17)" and "(session 18)".
+            -- Session 18: the address as a parameterized Tid Scan of a left
+            -- join, and the probe by id in a lateral subquery whose only
+            -- condition on the address row is a one-time filter (t.ctid IS
+            -- NULL: no row at the address), so it runs only for a candidate
+            -- the address did not find; each column is the address row's or,
+            -- without one, the probed row's (y's columns are all NULL when t
+            -- has a row: the filter returns no row). Session 17's LIMIT 1 over
+            -- a UNION ALL of the two cost a Limit, an Append and their
+            -- rescans per candidate: as many instructions as the probe it
+            -- spared.
+            LEFT JOIN dm_private.search_documents AS t
+                   ON t.ctid = u.row_tid AND t.team_id = team AND t.document_id = u.document_id
+            LEFT JOIN LATERAL (
+                SELECT y.memory_type, y.source_created_at, y.sequence_number, y.source_group,
+                       y.document_version, y.source_version, y.importance, y.confidence, y.body,
+                       y.search_vector, y.subject_id, y.subject_kind, y.policy_labels
+                FROM dm_private.search_documents AS y
+                WHERE t.ctid IS NULL AND y.team_id = team AND y.document_id = u.document_id
+                OFFSET 0
+            ) AS y ON true
             CROSS JOIN LATERAL (
-                (SELECT t.memory_type, t.source_created_at, t.sequence_number, t.source_group,
-                        t.document_version, t.source_version, t.importance, t.confidence, t.body,
-                        t.search_vector, t.subject_id, t.subject_kind, t.policy_labels
-                 FROM dm_private.search_documents AS t
-                 WHERE t.ctid = u.row_tid AND t.team_id = team AND t.document_id = u.document_id)
-                UNION ALL
-                (SELECT y.memory_type, y.source_created_at, y.sequence_number, y.source_group,
-                        y.document_version, y.source_version, y.importance, y.confidence, y.body,
-                        y.search_vector, y.subject_id, y.subject_kind, y.policy_labels
-                 FROM dm_private.search_documents AS y
-                 WHERE y.team_id = team AND y.document_id = u.document_id)
-                LIMIT 1
+                SELECT COALESCE(t.memory_type, y.memory_type) AS memory_type,
+                       COALESCE(t.source_created_at, y.source_created_at) AS source_created_at,
+                       COALESCE(t.sequence_number, y.sequence_number) AS sequence_number,
+                       COALESCE(t.source_group, y.source_group) AS source_group,
+                       COALESCE(t.document_version, y.document_version) AS document_version,
+                       COALESCE(t.source_version, y.source_version) AS source_version,
+                       COALESCE(t.importance, y.importance) AS importance,
+                       COALESCE(t.confidence, y.confidence) AS confidence,
+                       COALESCE(t.body, y.body) AS body,
+                       COALESCE(t.search_vector, y.search_vector) AS search_vector,
+                       COALESCE(t.subject_id, y.subject_id) AS subject_id,
+                       COALESCE(t.subject_kind, y.subject_kind) AS subject_kind,
+                       COALESCE(t.policy_labels, y.policy_labels) AS policy_labels
             ) AS x
             -- (the subject test, IS TRUE, as on the joined row before)
             WHERE (x.subject_id = u.evidence_id) IS TRUE
