@@ -185,24 +185,32 @@ AS $$
             -- the index probe, whose bucket pages were cold in the CPU caches
             -- on every call at 1M (nothing else reads that index):
             -- docs/RECALL.md, "Ranking (session 17)" and "(session 18)".
-            -- Session 18: the address as a parameterized Tid Scan of a left
-            -- join, and the probe by id in a lateral subquery whose only
-            -- condition on the address row is a one-time filter (t.ctid IS
-            -- NULL: no row at the address), so it runs only for a candidate
-            -- the address did not find; each column is the address row's or,
-            -- without one, the probed row's (y's columns are all NULL when t
-            -- has a row: the filter returns no row). Session 17's LIMIT 1 over
-            -- a UNION ALL of the two cost a Limit, an Append and their
-            -- rescans per candidate: as many instructions as the probe it
-            -- spared.
-            LEFT JOIN dm_private.search_documents AS t
-                   ON t.ctid = u.row_tid AND t.team_id = team AND t.document_id = u.document_id
+            -- Session 18: the row at the address in a lateral subquery of its
+            -- own (OFFSET 0: not pulled up into a join the planner could run
+            -- as a hash join over a scan of the team's rows, which it chose
+            -- for a small team: the subquery's only path is a Tid Scan with
+            -- the candidate's address as its parameter), and the probe by id
+            -- in another whose only condition on the first is a one-time
+            -- filter (t.found IS NULL: no row at the address), so it runs only
+            -- for a candidate the address did not find; each column is the
+            -- address row's or, without one, the probed row's (y's columns
+            -- are all NULL when t has a row: the filter returns no row).
+            -- Session 17's LIMIT 1 over a UNION ALL of the two cost a Limit,
+            -- an Append and their rescans per candidate.
+            LEFT JOIN LATERAL (
+                SELECT t.memory_type, t.source_created_at, t.sequence_number, t.source_group,
+                       t.document_version, t.source_version, t.importance, t.confidence, t.body,
+                       t.search_vector, t.subject_id, t.subject_kind, t.policy_labels, true AS found
+                FROM dm_private.search_documents AS t
+                WHERE t.ctid = u.row_tid AND t.team_id = team AND t.document_id = u.document_id
+                OFFSET 0
+            ) AS t ON true
             LEFT JOIN LATERAL (
                 SELECT y.memory_type, y.source_created_at, y.sequence_number, y.source_group,
                        y.document_version, y.source_version, y.importance, y.confidence, y.body,
                        y.search_vector, y.subject_id, y.subject_kind, y.policy_labels
                 FROM dm_private.search_documents AS y
-                WHERE t.ctid IS NULL AND y.team_id = team AND y.document_id = u.document_id
+                WHERE t.found IS NULL AND y.team_id = team AND y.document_id = u.document_id
                 OFFSET 0
             ) AS y ON true
             CROSS JOIN LATERAL (

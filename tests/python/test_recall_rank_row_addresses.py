@@ -149,3 +149,71 @@ def test_an_address_the_document_has_left_is_not_read(admin_conn: Conn) -> None:
         after = fetch(admin_conn, team, RANK, {**params, "fused": stale})
     assert after == after_by_id
     assert after["ordered_ids"] != before["ordered_ids"], "the update changed no order: nothing tested"
+
+
+def ranking_plans(conn: Conn, team: uuid.UUID, fused: str) -> list[str]:
+    """The executed plans (auto_explain, nested statements, row counts without timing) of the statements one
+    recall_rank call runs that read search_documents by address."""
+    plans: list[str] = []
+
+    def keep(diag: psycopg.errors.Diagnostic) -> None:
+        if diag.message_primary and "Tid Scan on search_documents" in diag.message_primary:
+            plans.append(diag.message_primary)
+
+    params = {
+        "team": team,
+        "query": "cache",
+        "req": Jsonb({"now": "2026-01-20T00:00:00+00:00"}),
+        "settings": Jsonb({}),
+        "want": 10,
+        "explain": False,
+        "fused": fused,
+    }
+    conn.execute("LOAD 'auto_explain'")
+    conn.add_notice_handler(keep)
+    try:
+        for name, value in (
+            ("log_min_duration", "0"),
+            ("log_nested_statements", "on"),
+            ("log_analyze", "on"),
+            ("log_timing", "off"),
+            ("log_level", "notice"),
+        ):
+            conn.execute("SELECT pg_catalog.set_config(%s, %s, false)", (f"auto_explain.{name}", value))
+        fetch(conn, team, RANK, params)
+    finally:
+        conn.execute("SELECT pg_catalog.set_config('auto_explain.log_min_duration', '-1', false)")
+        conn.remove_notice_handler(keep)
+    return plans
+
+
+def test_the_scoring_statement_reads_each_address_once_and_probes_only_without_one(admin_conn: Conn) -> None:
+    """Session 18: the hot scoring statement reads each candidate's row by a parameterized Tid Scan (one loop
+    and one row per candidate) and runs the probe by id (the hash index of migration 0072) only for a
+    candidate whose address found nothing: never with right addresses, once per candidate without any. (A
+    form that scanned every address in one Tid Scan was planned as a nested loop over a materialized list:
+    100 x 100 join tests; a join the planner may run as a hash join over a scan of the team's rows, which it chose
+    for this small team; one that probed anyway would spare nothing.)"""
+    team, ids = corpus(admin_conn)
+    fused = admin_conn.execute(
+        FUSED, {"ids": ids, "rel": [1.0 - i / 100 for i in range(len(ids))], "team": team}
+    ).fetchone()
+    assert fused is not None
+    n = len(ids)
+    for kind, probes in ((1, None), (0, n)):
+        plans = ranking_plans(admin_conn, team, addressed(admin_conn, team, fused[0], [kind] * n))
+        assert len(plans) == 1, plans
+        lines = plans[0].splitlines()
+        tid = [i for i, line in enumerate(lines) if "Tid Scan on search_documents" in line]
+        assert len(tid) == 1, plans[0]
+        assert f"loops={n})" in lines[tid[0]], lines[tid[0]]
+        assert "TID Cond: (ctid = u.row_tid)" in lines[tid[0] + 1], plans[0]
+        if kind == 1:
+            assert "(actual rows=1.00 loops=" in lines[tid[0]], lines[tid[0]]
+        assert "Rows Removed by Join Filter" not in plans[0], plans[0]
+        probe = [line for line in lines if "using search_documents_document_hash_idx on search_documents y" in line]
+        assert len(probe) == 1, plans[0]
+        if probes is None:
+            assert "(never executed)" in probe[0], probe[0]
+        else:
+            assert f"loops={probes})" in probe[0], probe[0]
