@@ -192,8 +192,8 @@ def test_the_scoring_statement_reads_each_address_once_and_probes_only_without_o
     and one row per candidate) and runs the probe by id (the hash index of migration 0072) only for a
     candidate whose address found nothing: never with right addresses, once per candidate without any. (A
     form that scanned every address in one Tid Scan was planned as a nested loop over a materialized list:
-    100 x 100 join tests; a join the planner may run as a hash join over a scan of the team's rows, which it chose
-    for this small team; one that probed anyway would spare nothing.)"""
+    100 x 100 join tests; a join the planner may run as a hash join over a scan of the team's rows, which
+    it chose for this small team; one that probed anyway would spare nothing.)"""
     team, ids = corpus(admin_conn)
     fused = admin_conn.execute(
         FUSED, {"ids": ids, "rel": [1.0 - i / 100 for i in range(len(ids))], "team": team}
@@ -211,7 +211,7 @@ def test_the_scoring_statement_reads_each_address_once_and_probes_only_without_o
         if kind == 1:
             assert "(actual rows=1.00 loops=" in lines[tid[0]], lines[tid[0]]
         assert "Rows Removed by Join Filter" not in plans[0], plans[0]
-        probe = [line for line in lines if "using search_documents_document_hash_idx on search_documents y" in line]
+        probe = [line for line in lines if "search_documents_document_hash_idx on search_documents y" in line]
         assert len(probe) == 1, plans[0]
         if probes is None:
             assert "(never executed)" in probe[0], probe[0]
