@@ -111,6 +111,26 @@ def corpus(conn: Conn) -> tuple[uuid.UUID, list[uuid.UUID]]:
     return row[0], ids
 
 
+def sampled_fused(
+    conn: Conn, team: uuid.UUID, ids: list[uuid.UUID], rng: random.Random, size: int
+) -> tuple[list[uuid.UUID], Any]:
+    """`size` of the team's evidence drawn by `rng` (at most all of it) and their fused list, relevance
+    drawn in [0, 1] and descending: the property tests' input."""
+    chosen = rng.sample(ids, min(size, len(ids)))
+    relevance = sorted((rng.uniform(0.0, 1.0) for _ in chosen), reverse=True)
+    row = conn.execute(FUSED, {"ids": chosen, "rel": relevance, "team": team}).fetchone()
+    assert row is not None
+    return chosen, row[0]
+
+
+def ordered_fused(conn: Conn, team: uuid.UUID, ids: list[uuid.UUID]) -> Any:
+    """The fused list of `ids` in their order, relevance falling by 0.01 a place."""
+    relevance = [1.0 - i / 100 for i in range(len(ids))]
+    row = conn.execute(FUSED, {"ids": ids, "rel": relevance, "team": team}).fetchone()
+    assert row is not None
+    return row[0]
+
+
 def fetch(conn: Conn, team: uuid.UUID, sql: str, params: dict[str, Any]) -> dict[str, Any]:
     with acting_as(conn, Principal(team, None)) as cur:
         cur.execute(sql, params)
@@ -163,11 +183,7 @@ def test_recall_rank_equals_rerank_then_mmr(
     exact: float,
 ) -> None:
     team, ids = corpus(admin_conn)
-    rng = random.Random(seed)
-    chosen = rng.sample(ids, min(size, len(ids)))
-    relevance = sorted((rng.uniform(0.0, 1.0) for _ in chosen), reverse=True)
-    fused = admin_conn.execute(FUSED, {"ids": chosen, "rel": relevance, "team": team}).fetchone()
-    assert fused is not None
+    _, fused = sampled_fused(admin_conn, team, ids, random.Random(seed), size)
     profile: dict[str, Any] = {
         "mmr": {"lambda": lam, "duplicate_similarity": duplicate_at, "pool": pool},
         "relevance_mix": {"fusion": 0.8, "phrase": 0.1, "exact_terms": exact, "content": 0.3},
@@ -179,7 +195,7 @@ def test_recall_rank_equals_rerank_then_mmr(
     params = {
         "team": team,
         "query": query,
-        "fused": fused[0],
+        "fused": fused,
         "req": Jsonb(req),
         "settings": Jsonb(profile),
         "want": want,
@@ -200,15 +216,12 @@ def test_the_comparison_sees_collapses_lifts_and_text_similarity(admin_conn: Con
     """The corpus reaches the collapse (exact and by vector), the text similarity of documents without a
     vector and the context lift: otherwise the comparison above could pass while never reaching them."""
     team, ids = corpus(admin_conn)
-    fused = admin_conn.execute(
-        FUSED, {"ids": ids, "rel": [1.0 - i / 100 for i in range(len(ids))], "team": team}
-    ).fetchone()
-    assert fused is not None
+    fused = ordered_fused(admin_conn, team, ids)
     profile = {"mmr": {"lambda": 0.7, "duplicate_similarity": 0.97, "pool": 60}, "context": {"weight": 0.5}}
     params = {
         "team": team,
         "query": "cache",
-        "fused": fused[0],
+        "fused": fused,
         "req": Jsonb({"now": "2026-01-20T00:00:00+00:00"}),
         "settings": Jsonb(profile),
         "want": 30,

@@ -16,7 +16,7 @@ import psycopg
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from psycopg.types.json import Jsonb
-from test_recall_rank import FUSED, RANK, corpus, fetch
+from test_recall_rank import RANK, corpus, fetch, ordered_fused, sampled_fused
 from test_recall_support import ingest, make_team
 
 Conn = psycopg.Connection[Any]
@@ -82,14 +82,12 @@ def test_the_answer_does_not_depend_on_the_addresses(
 ) -> None:
     team, ids = corpus(admin_conn)
     rng = random.Random(seed)
-    chosen = rng.sample(ids, min(size, len(ids)))
-    relevance = sorted((rng.uniform(0.0, 1.0) for _ in chosen), reverse=True)
-    fused = admin_conn.execute(FUSED, {"ids": chosen, "rel": relevance, "team": team}).fetchone()
-    assert fused is not None and fused[0] is not None
+    chosen, fused = sampled_fused(admin_conn, team, ids, rng, size)
+    assert fused is not None
     kinds = {"right": [1] * len(chosen), "none": [0] * len(chosen)}.get(mixing) or [
         rng.choice([0, 1, 2, 3, 4]) for _ in chosen
     ]
-    with_addresses = addressed(admin_conn, team, fused[0], kinds)
+    with_addresses = addressed(admin_conn, team, fused, kinds)
     profile: dict[str, Any] = {
         "mmr": {"lambda": 0.7, "duplicate_similarity": 0.97, "pool": 30},
         "relevance_mix": {"fusion": 0.8, "phrase": 0.1, "exact_terms": 0.3, "content": 0.3},
@@ -105,7 +103,7 @@ def test_the_answer_does_not_depend_on_the_addresses(
         "want": want,
     }
     for explain in (False, True):
-        by_id = fetch(admin_conn, team, RANK, {**params, "fused": fused[0], "explain": explain})
+        by_id = fetch(admin_conn, team, RANK, {**params, "fused": fused, "explain": explain})
         got = fetch(admin_conn, team, RANK, {**params, "fused": with_addresses, "explain": explain})
         assert got == by_id
 
@@ -115,11 +113,8 @@ def test_an_address_the_document_has_left_is_not_read(admin_conn: Conn) -> None:
     text is edited between a branch's read and the ranking): the ranking scores the current rows, as by id,
     whatever the rows left at the old addresses say."""
     team, ids = corpus(admin_conn)
-    fused = admin_conn.execute(
-        FUSED, {"ids": ids, "rel": [1.0 - i / 100 for i in range(len(ids))], "team": team}
-    ).fetchone()
-    assert fused is not None
-    stale = addressed(admin_conn, team, fused[0], [1] * len(ids))
+    fused = ordered_fused(admin_conn, team, ids)
+    stale = addressed(admin_conn, team, fused, [1] * len(ids))
     params = {
         "team": team,
         "query": "cache",
@@ -144,7 +139,7 @@ def test_an_address_the_document_has_left_is_not_read(admin_conn: Conn) -> None:
         ).fetchone()
         assert left == (0,), "some document kept its address: the case tests nothing"
         admin_conn.execute("RESET ROLE")
-        after_by_id = fetch(admin_conn, team, RANK, {**params, "fused": fused[0]})
+        after_by_id = fetch(admin_conn, team, RANK, {**params, "fused": fused})
         admin_conn.execute("RESET ROLE")
         after = fetch(admin_conn, team, RANK, {**params, "fused": stale})
     assert after == after_by_id
@@ -195,13 +190,10 @@ def test_the_scoring_statement_reads_each_address_once_and_probes_only_without_o
     100 x 100 join tests; a join the planner may run as a hash join over a scan of the team's rows, which
     it chose for this small team; one that probed anyway would spare nothing.)"""
     team, ids = corpus(admin_conn)
-    fused = admin_conn.execute(
-        FUSED, {"ids": ids, "rel": [1.0 - i / 100 for i in range(len(ids))], "team": team}
-    ).fetchone()
-    assert fused is not None
+    fused = ordered_fused(admin_conn, team, ids)
     n = len(ids)
     for kind, probes in ((1, None), (0, n)):
-        plans = ranking_plans(admin_conn, team, addressed(admin_conn, team, fused[0], [kind] * n))
+        plans = ranking_plans(admin_conn, team, addressed(admin_conn, team, fused, [kind] * n))
         assert len(plans) == 1, plans
         lines = plans[0].splitlines()
         tid = [i for i, line in enumerate(lines) if "Tid Scan on search_documents" in line]
