@@ -13,7 +13,10 @@ their partial HNSW index.
 Then, as densemem_app under RLS, it measures inside the database
 (clock_timestamp around each call, one client, after a warm-up):
 - dm.recall_memory per team-size bucket: p50 / p95 / p99;
-- time per stage (from dm.explain_recall, as densemem_operator);
+- time per stage: each stage's median per bucket, warm and alone, called as
+  recall_run calls it (pg_temp.bench_stage_times), and the means of
+  dm.explain_recall's stage timings (as densemem_operator: cold, and with
+  explain's own work in them);
 - ranking 100 candidates: dm_private.recall_rank (composite rerank, context
   lift and MMR for 10 picks in one call), exactly as recall_run calls it;
 - vector branch recall@50 against the exact oracle, per bucket.
@@ -143,6 +146,116 @@ BEGIN
 END
 $f$;
 
+CREATE OR REPLACE FUNCTION pg_temp.bench_stage_times(teams uuid [], queries text [], embeddings text [],
+    warmup integer)
+RETURNS TABLE (call_index integer, stage text, elapsed_ms double precision)
+LANGUAGE plpgsql AS $f$
+DECLARE
+    i integer;
+    started timestamptz;
+    query_embedding public.vector;
+    team uuid;
+    settings jsonb;
+    req jsonb;
+    parsed jsonb;
+    loaded boolean;
+    want integer;
+    fulltext_hits dm_private.recall_branch_hit [];
+    exact_hits dm_private.recall_branch_hit [];
+    vector_hits dm_private.recall_branch_hit [];
+    fusion record;
+    ranking record;
+    kept uuid [];
+    discovery jsonb;
+    telemetry jsonb;
+BEGIN
+    -- each stage of a recall timed alone, called as dm_private.recall_run
+    -- calls it without explain, in its order (so each finds the pages the
+    -- stages before it read); hydration is dm_private.recall_hydrate of the
+    -- first `limit` ordered ids (the stage function; recall_run runs the
+    -- same read inline with its byte budget)
+    FOR i IN 1 .. pg_catalog.array_length(queries, 1) LOOP
+        PERFORM pg_catalog.set_config('densemem.team_id', teams[i]::text, true);
+        query_embedding := embeddings[i]::public.vector;
+        call_index := i - warmup;
+
+        started := pg_catalog.clock_timestamp();
+        team := dm_private.require_team(teams[i]);
+        settings := dm_private.recall_settings(team, NULL);
+        req := dm_private.recall_request(queries[i], '{}'::jsonb, settings);
+        want := (req ->> 'limit')::integer;
+        stage := 'request';
+        elapsed_ms := EXTRACT(epoch FROM pg_catalog.clock_timestamp() - started) * 1000;
+        IF i > warmup THEN RETURN NEXT; END IF;
+
+        started := pg_catalog.clock_timestamp();
+        loaded := public.similarity('', '') IS NOT NULL;
+        parsed := dm.parse_query(queries[i], team, (req ->> 'now')::timestamptz);
+        req := dm_private.recall_merge_parse(req, '{}'::jsonb, parsed);
+        stage := 'parse';
+        elapsed_ms := EXTRACT(epoch FROM pg_catalog.clock_timestamp() - started) * 1000;
+        IF i > warmup THEN RETURN NEXT; END IF;
+
+        started := pg_catalog.clock_timestamp();
+        fulltext_hits := ARRAY(SELECT dm_private.recall_fulltext_candidates(team, queries[i], req,
+            settings));
+        IF pg_catalog.jsonb_array_length(req -> 'anchors') > 0
+           OR pg_catalog.jsonb_array_length(req -> 'phrases') > 0 THEN
+            exact_hits := ARRAY(SELECT dm_private.recall_exact_candidates(team, req, settings));
+        ELSE
+            exact_hits := '{}';
+        END IF;
+        stage := 'fulltext';
+        elapsed_ms := EXTRACT(epoch FROM pg_catalog.clock_timestamp() - started) * 1000;
+        IF i > warmup THEN RETURN NEXT; END IF;
+
+        started := pg_catalog.clock_timestamp();
+        vector_hits := dm_private.recall_vector_hits(team, query_embedding, req, settings);
+        stage := 'vector';
+        elapsed_ms := EXTRACT(epoch FROM pg_catalog.clock_timestamp() - started) * 1000;
+        IF i > warmup THEN RETURN NEXT; END IF;
+
+        started := pg_catalog.clock_timestamp();
+        fusion := dm_private.recall_fuse_branches(fulltext_hits, exact_hits, vector_hits, settings);
+        stage := 'fusion';
+        elapsed_ms := EXTRACT(epoch FROM pg_catalog.clock_timestamp() - started) * 1000;
+        IF i > warmup THEN RETURN NEXT; END IF;
+
+        started := pg_catalog.clock_timestamp();
+        ranking := dm_private.recall_rank(team, queries[i], fusion.fused, req, settings, '{}', true, want,
+            false, fusion.best_score, fusion.worst_score);
+        stage := 'rerank';
+        elapsed_ms := EXTRACT(epoch FROM pg_catalog.clock_timestamp() - started) * 1000;
+        IF i > warmup THEN RETURN NEXT; END IF;
+
+        started := pg_catalog.clock_timestamp();
+        kept := ARRAY(SELECT h.evidence_id
+                      FROM dm_private.recall_hydrate(team, (COALESCE(ranking.ordered_ids, '{}'))[1:want],
+                                                     req) AS h);
+        stage := 'hydrate';
+        elapsed_ms := EXTRACT(epoch FROM pg_catalog.clock_timestamp() - started) * 1000;
+        IF i > warmup THEN RETURN NEXT; END IF;
+
+        started := pg_catalog.clock_timestamp();
+        discovery := dm_private.discovery_for_recall(team, queries[i], COALESCE(parsed, '{}'::jsonb), kept,
+            req, settings);
+        stage := 'discovery';
+        elapsed_ms := EXTRACT(epoch FROM pg_catalog.clock_timestamp() - started) * 1000;
+        IF i > warmup THEN RETURN NEXT; END IF;
+
+        started := pg_catalog.clock_timestamp();
+        telemetry := dm_private.write_recall_telemetry(
+            team, pg_catalog.gen_random_uuid(),
+            (settings ->> 'profile_name') || ':v' || (settings ->> 'profile_version'),
+            'v' || COALESCE(settings ->> 'index_version', '0'), '{}', true, pg_catalog.cardinality(kept), 0,
+            false);
+        stage := 'telemetry';
+        elapsed_ms := EXTRACT(epoch FROM pg_catalog.clock_timestamp() - started) * 1000;
+        IF i > warmup THEN RETURN NEXT; END IF;
+    END LOOP;
+END
+$f$;
+
 CREATE OR REPLACE FUNCTION pg_temp.bench_oracle(teams uuid [], embeddings text [], k integer)
 RETURNS TABLE (call_index integer, matched integer, expected integer, access_path text)
 LANGUAGE plpgsql AS $f$
@@ -203,6 +316,9 @@ class RecallBenchFigures:
     client_p50_ms: float
     client_p95_ms: float
     stage_mean_ms: dict[str, float]
+    # per bucket, each stage's median, warm and alone, as recall_run calls it
+    # (pg_temp.bench_stage_times); stage_mean_ms is dm.explain_recall's
+    stage_p50_ms: dict[str, dict[str, float]]
     ranking_100_p50_ms: float
     ranking_100_p95_ms: float
     ranking_calls: int
@@ -656,6 +772,26 @@ def measure(url: str, per_bucket: int, seed: int, warmup: int = 5) -> dict[str, 
             assert explained is not None
             for stage, value in explained[0]["timings_ms"].items():
                 stages.setdefault(stage, []).append(float(value))
+        # each stage warm and alone, as recall_run calls it (per bucket): the
+        # explain means above include explain's own work (every branch's
+        # hits, the scored rows and MMR rows as JSON) and are read cold
+        stage_p50: dict[str, dict[str, float]] = {}
+        for name, items in queries.items():
+            with conn.transaction():
+                conn.execute("SELECT set_config('role', 'densemem_app', true)")
+                stage_rows = conn.execute(
+                    "SELECT stage, elapsed_ms FROM pg_temp.bench_stage_times(%s, %s, %s, %s)",
+                    (
+                        [t for t, _, _ in items],
+                        [q for _, q, _ in items],
+                        [v for _, _, v in items],
+                        min(warmup, max(0, len(items) - 1)),
+                    ),
+                ).fetchall()
+            by_stage: dict[str, list[float]] = {}
+            for stage, value in stage_rows:
+                by_stage.setdefault(str(stage), []).append(float(value))
+            stage_p50[name] = {k: round(statistics.median(v), 3) for k, v in by_stage.items()}
         # ranking 100 candidates: queries in the largest teams (fused lists of 100)
         big = sorted(sizes, key=lambda t: -sizes[t])[:5]
         ranking_items = [item for item in mix if item[0] in big] or mix
@@ -688,6 +824,7 @@ def measure(url: str, per_bucket: int, seed: int, warmup: int = 5) -> dict[str, 
             "all": everything,
             "client": client,
             "stages": {k: statistics.fmean(v) for k, v in stages.items()},
+            "stage_p50": stage_p50,
             "ranking": ranking,
             "ranking_cpu": ranking_cpu,
             "largest_team": max(sizes.values()),
@@ -718,6 +855,7 @@ def _bench_recall(args: argparse.Namespace, settings: Settings) -> int:
         client_p50_ms=statistics.median(measured["client"]),
         client_p95_ms=percentile(measured["client"], 0.95),
         stage_mean_ms={k: round(v, 3) for k, v in measured["stages"].items()},
+        stage_p50_ms=measured["stage_p50"],
         ranking_100_p50_ms=statistics.median(measured["ranking"]),
         ranking_100_p95_ms=percentile(measured["ranking"], 0.95),
         ranking_calls=len(measured["ranking"]),
@@ -735,6 +873,12 @@ def _bench_recall(args: argparse.Namespace, settings: Settings) -> int:
         print(
             f"{b.bucket:>7}: p50 {b.p50_ms:.2f} ms  p95 {b.p95_ms:.2f} ms  p99 {b.p99_ms:.2f} ms  "
             f"recall@50 {b.recall_at_50:.4f}  backend CPU/call {b.cpu_ms_per_call} ms  paths {b.access_paths}"
+        )
+    for name, stages in figures.stage_p50_ms.items():
+        print(
+            f"{name:>7}: stage p50 (ms) "
+            + ", ".join(f"{k} {v:.3f}" for k, v in stages.items())
+            + f"; sum {sum(stages.values()):.3f}"
         )
     print(
         f"overall p50 {figures.overall_p50_ms:.2f} ms, p95 {figures.overall_p95_ms:.2f} ms; "
