@@ -12,7 +12,11 @@ their partial HNSW index.
 
 Then, as densemem_app under RLS, it measures inside the database
 (clock_timestamp around each call, one client, after a warm-up):
-- dm.recall_memory per team-size bucket: p50 / p95 / p99;
+- dm.recall_memory per team-size bucket: p50 / p95 / p99 of the second of
+  two passes over the bucket's queries on one connection (a long-lived
+  connection's steady state), and p50 / p95 of the first pass, where most
+  calls are their team's first on the connection (its walk function parsed
+  and planned, relation cache entries built);
 - time per stage: each stage's median per bucket, warm and alone, called as
   recall_run calls it (pg_temp.bench_stage_times), and the means of
   dm.explain_recall's stage timings (as densemem_operator: cold, and with
@@ -295,6 +299,10 @@ class BucketFigures:
     p50_ms: float = 0.0
     p95_ms: float = 0.0
     p99_ms: float = 0.0
+    # the same calls the first time on the bench's connection (p50_ms and
+    # the rest are the second time: a long-lived connection's steady state)
+    first_pass_p50_ms: float = 0.0
+    first_pass_p95_ms: float = 0.0
     mean_results: float = 0.0
     recall_at_50: float = 0.0
     oracle_queries: int = 0
@@ -313,6 +321,8 @@ class RecallBenchFigures:
     overall_p50_ms: float
     overall_p95_ms: float
     overall_p99_ms: float
+    first_pass_overall_p50_ms: float
+    first_pass_overall_p95_ms: float
     client_p50_ms: float
     client_p95_ms: float
     stage_mean_ms: dict[str, float]
@@ -695,6 +705,7 @@ def measure(url: str, per_bucket: int, seed: int, warmup: int = 5) -> dict[str, 
         conn.execute(MEASURE_FUNCTIONS)
         buckets: list[BucketFigures] = []
         everything: list[float] = []
+        first_everything: list[float] = []
         for name, items in queries.items():
             teams = [t for t, _, _ in items]
             texts = [q for _, q, _ in items]
@@ -705,6 +716,16 @@ def measure(url: str, per_bucket: int, seed: int, warmup: int = 5) -> dict[str, 
                     "SELECT count(*) FROM pg_temp.bench_recall(%s, %s, %s, %s)",
                     (teams[:warmup], texts[:warmup], vectors[:warmup], warmup),
                 )
+                # first pass: most calls are their team's first on this
+                # connection (the team's walk function parsed and planned,
+                # its indexes' relation cache entries built, this backend's
+                # page tables filled for the team's pages): a service pays
+                # that once per pooled connection and team
+                first_rows = conn.execute(
+                    "SELECT elapsed_ms FROM pg_temp.bench_recall(%s, %s, %s, 0)",
+                    (teams, texts, vectors),
+                ).fetchall()
+                # the same calls again: the steady state of a long-lived connection
                 cpu_before = backend_cpu_ms(conn)
                 rows = conn.execute(
                     "SELECT elapsed_ms, result_count FROM pg_temp.bench_recall(%s, %s, %s, 0)",
@@ -717,6 +738,8 @@ def measure(url: str, per_bucket: int, seed: int, warmup: int = 5) -> dict[str, 
                 ).fetchall()
             elapsed = [float(r[0]) for r in rows]
             everything += elapsed
+            first = [float(r[0]) for r in first_rows]
+            first_everything += first
             paths: dict[str, int] = {}
             for r in oracle:
                 paths[str(r[2])] = paths.get(str(r[2]), 0) + 1
@@ -729,6 +752,8 @@ def measure(url: str, per_bucket: int, seed: int, warmup: int = 5) -> dict[str, 
                     p50_ms=statistics.median(elapsed),
                     p95_ms=percentile(elapsed, 0.95),
                     p99_ms=percentile(elapsed, 0.99),
+                    first_pass_p50_ms=statistics.median(first),
+                    first_pass_p95_ms=percentile(first, 0.95),
                     mean_results=statistics.fmean(int(r[1]) for r in rows),
                     recall_at_50=(sum(int(r[0]) for r in oracle) / expected) if expected else 1.0,
                     oracle_queries=len(oracle),
@@ -822,6 +847,7 @@ def measure(url: str, per_bucket: int, seed: int, warmup: int = 5) -> dict[str, 
         return {
             "buckets": buckets,
             "all": everything,
+            "first_pass": first_everything,
             "client": client,
             "stages": {k: statistics.fmean(v) for k, v in stages.items()},
             "stage_p50": stage_p50,
@@ -852,6 +878,8 @@ def _bench_recall(args: argparse.Namespace, settings: Settings) -> int:
         overall_p50_ms=statistics.median(measured["all"]),
         overall_p95_ms=percentile(measured["all"], 0.95),
         overall_p99_ms=percentile(measured["all"], 0.99),
+        first_pass_overall_p50_ms=statistics.median(measured["first_pass"]),
+        first_pass_overall_p95_ms=percentile(measured["first_pass"], 0.95),
         client_p50_ms=statistics.median(measured["client"]),
         client_p95_ms=percentile(measured["client"], 0.95),
         stage_mean_ms={k: round(v, 3) for k, v in measured["stages"].items()},
@@ -873,6 +901,7 @@ def _bench_recall(args: argparse.Namespace, settings: Settings) -> int:
         print(
             f"{b.bucket:>7}: p50 {b.p50_ms:.2f} ms  p95 {b.p95_ms:.2f} ms  p99 {b.p99_ms:.2f} ms  "
             f"recall@50 {b.recall_at_50:.4f}  backend CPU/call {b.cpu_ms_per_call} ms  paths {b.access_paths}"
+            f"  (first pass p50 {b.first_pass_p50_ms:.2f} ms, p95 {b.first_pass_p95_ms:.2f} ms)"
         )
     for name, stages in figures.stage_p50_ms.items():
         print(
@@ -881,7 +910,9 @@ def _bench_recall(args: argparse.Namespace, settings: Settings) -> int:
             + f"; sum {sum(stages.values()):.3f}"
         )
     print(
-        f"overall p50 {figures.overall_p50_ms:.2f} ms, p95 {figures.overall_p95_ms:.2f} ms; "
+        f"overall p50 {figures.overall_p50_ms:.2f} ms, p95 {figures.overall_p95_ms:.2f} ms "
+        f"(first pass p50 {figures.first_pass_overall_p50_ms:.2f} ms, "
+        f"p95 {figures.first_pass_overall_p95_ms:.2f} ms); "
         f"ranking 100 candidates p95 {figures.ranking_100_p95_ms:.3f} ms "
         f"(backend CPU/call {figures.ranking_100_cpu_ms} ms); "
         f"load average {figures.load_average_before} -> {figures.load_average_after}; "
