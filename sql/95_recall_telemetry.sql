@@ -11,6 +11,10 @@
 -- statement, when the vector branch ran (recall_run read it with a
 -- statement of its own after the branch), and the row is described as JSON
 -- only when asked (explain shows it; a recall built it and dropped it).
+-- Session 20: the row has no foreign key to teams (migration 0095: its check
+-- locked the team's row on every recall, a multixact whenever recalls of one
+-- team overlapped); the freshness statement reads the team's row instead,
+-- without a lock, and a team without one is refused as the key refused it.
 DROP FUNCTION IF EXISTS dm_private.write_recall_telemetry(uuid, uuid, text, text, text [], text, integer,
     double precision);
 CREATE OR REPLACE FUNCTION dm_private.write_recall_telemetry(team_id uuid, recall_id uuid, ranking_profile_version text,
@@ -32,6 +36,7 @@ DECLARE
     failed bigint;
     oldest double precision;
     query_embedding_contract_version text;
+    team_known boolean;
     row_written boolean := false;
 BEGIN
     -- the three freshness figures and the active embedding contract (the
@@ -48,14 +53,23 @@ BEGIN
            EXTRACT(EPOCH FROM pg_catalog.now() - p.oldest_since)::double precision,
            (SELECT c.provider || '/' || c.model || '/' || c.dimensions || '/' || c.normalization || '/v' || c.version
             FROM dm_private.embedding_contracts AS c
-            WHERE c.is_active AND vector_branch_ran)
-    INTO pending, failed, oldest, query_embedding_contract_version
+            WHERE c.is_active AND vector_branch_ran),
+           -- the team's row, read without a lock (migration 0095: the
+           -- foreign key that checked it took FOR KEY SHARE on every recall)
+           EXISTS (SELECT 1 FROM dm_private.teams AS t WHERE t.team_id = team)
+    INTO pending, failed, oldest, query_embedding_contract_version, team_known
     FROM (SELECT pg_catalog.count(*) AS pending_count, pg_catalog.min(x.pending_since) AS oldest_since
           FROM (SELECT d.pending_since FROM dm_private.search_documents AS d
                 WHERE d.team_id = team AND d.search_state = 'pending'
                 ORDER BY d.pending_since
                 LIMIT 10000) AS x) AS p;
     IF pg_catalog.current_setting('transaction_read_only') = 'off' THEN
+        -- what the row's foreign key refused (the same SQLSTATE): a row for a
+        -- team that does not exist
+        IF NOT team_known THEN
+            RAISE EXCEPTION 'team % does not exist', team
+                USING ERRCODE = '23503', HINT = 'teams are created with dm.ensure_team';
+        END IF;
         INSERT INTO dm_private.recall_telemetry (
             team_id, recall_id, ranking_profile_version, search_index_profile_version, degraded_branches,
             query_embedding_contract_version, pending_document_count, failed_document_count,
@@ -82,7 +96,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION dm_private.write_recall_telemetry(uuid, uuid, text, text, text [], boolean, integer, double precision, boolean) IS
-'Writes the internal telemetry row of one recall (profile versions, degraded branches, the active embedding contract when the vector branch ran, search freshness counted up to 10,000) and, when described, returns it as JSON (NULL otherwise); writes nothing in a read-only transaction.';
+'Writes the internal telemetry row of one recall (profile versions, degraded branches, the active embedding contract when the vector branch ran, search freshness counted up to 10,000) and, when described, returns it as JSON (NULL otherwise); writes nothing in a read-only transaction. Refuses a team without a teams row (23503) and locks no teams row (migration 0095).';
 REVOKE ALL ON FUNCTION dm_private.write_recall_telemetry(uuid, uuid, text, text, text [], boolean, integer, double precision,
     boolean)
 FROM PUBLIC;
