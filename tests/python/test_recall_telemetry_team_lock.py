@@ -45,8 +45,7 @@ def test_a_recall_in_flight_leaves_the_team_row_unlocked(admin_conn: Conn, db_ur
         # the recall's transaction is still open, its telemetry row written: an
         # administrator can still take the team's row for update (the key's
         # FOR KEY SHARE would refuse this with 55P03)
-        with psycopg.connect(db_url, autocommit=True) as other, other.transaction():
-            other.execute("SET LOCAL lock_timeout = '2s'")
+        with psycopg.connect(db_url, autocommit=True) as other:
             locked = other.execute(
                 "SELECT team_id FROM dm_private.teams WHERE team_id = %s FOR UPDATE NOWAIT", (team,)
             ).fetchall()
